@@ -1,0 +1,1 @@
+"""aiorocketmq: tools around the roles (console scripts, logging, tracing, local clusters)."""

@@ -1,0 +1,109 @@
+"""The gRPC edges every role shares: server guard, channel and server options, client calls.
+
+Rules: a servicer method never lets an exception escape as a crash: ``guard`` maps ``MQError``
+to its status and response code, and anything else to INTERNAL (logged with its traceback);
+every client call has a deadline.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
+
+import grpc
+import structlog
+
+from protocol.errors import RESPONSE_CODE_KEY, MQError, from_rpc_error
+
+__all__ = [
+    "CHANNEL_OPTIONS",
+    "DEFAULT_RPC_TIMEOUT",
+    "SERVER_OPTIONS",
+    "call",
+    "guard",
+    "insecure_channel",
+    "new_server",
+]
+
+log = structlog.get_logger("protocol.rpc")
+
+# mqClientApiTimeout: most metadata RPCs get 3 s.
+DEFAULT_RPC_TIMEOUT = 3.0
+
+# Keepalive lets both sides notice a dead peer (a half-open TCP connection) in seconds rather
+# than at the 120 s channel expiry, like Netty's idle handler in RocketMQ.
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.enable_retries", 0),
+]
+SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.max_ping_strikes", 0),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.so_reuseport", 0),
+]
+
+
+def insecure_channel(addr: str) -> grpc.aio.Channel:
+    """A client channel to ``host:port`` with the shared keepalive options."""
+    return grpc.aio.insecure_channel(addr, options=CHANNEL_OPTIONS)
+
+
+def new_server() -> grpc.aio.Server:
+    """A server with the shared options."""
+    return grpc.aio.server(options=SERVER_OPTIONS)
+
+
+S = TypeVar("S")
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+P = ParamSpec("P")
+
+
+def guard(
+    method: Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
+) -> Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
+    """Wrap a unary servicer method: typed errors become statuses; nothing crashes the server."""
+
+    @functools.wraps(method)
+    async def wrapper(self: S, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        try:
+            return await method(self, request, context)
+        except MQError as e:
+            await abort_with(context, e)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as e:  # the server keeps serving; the caller learns what broke
+            log.exception("rpc failed", rpc=method.__name__)
+            await abort_with(context, MQError(f"{method.__name__} failed: {e!r}"))
+        raise AssertionError("unreachable")  # abort always raises
+
+    return wrapper
+
+
+async def abort_with(context: grpc.aio.ServicerContext, error: MQError) -> None:
+    """End the call with the error's status, message and response code."""
+    context.set_trailing_metadata(((RESPONSE_CODE_KEY, str(int(error.response_code))),))
+    await context.abort(error.grpc_status, error.message)
+
+
+async def call(
+    method: Callable[..., Awaitable[Resp]],
+    request: Req,
+    timeout: float = DEFAULT_RPC_TIMEOUT,
+) -> Resp:
+    """Call a unary stub method with a deadline; failures raise the typed ``MQError``."""
+    try:
+        return await method(request, timeout=timeout)
+    except grpc.aio.AioRpcError as e:
+        raise from_rpc_error(e) from None

@@ -1,0 +1,507 @@
+from protocol.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SendStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEND_OK: _ClassVar[SendStatus]
+    FLUSH_DISK_TIMEOUT_STATUS: _ClassVar[SendStatus]
+    FLUSH_SLAVE_TIMEOUT_STATUS: _ClassVar[SendStatus]
+    SLAVE_NOT_AVAILABLE_STATUS: _ClassVar[SendStatus]
+
+class PullStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FOUND: _ClassVar[PullStatus]
+    NO_NEW_MSG: _ClassVar[PullStatus]
+    NO_MATCHED_MSG: _ClassVar[PullStatus]
+    OFFSET_ILLEGAL: _ClassVar[PullStatus]
+SEND_OK: SendStatus
+FLUSH_DISK_TIMEOUT_STATUS: SendStatus
+FLUSH_SLAVE_TIMEOUT_STATUS: SendStatus
+SLAVE_NOT_AVAILABLE_STATUS: SendStatus
+FOUND: PullStatus
+NO_NEW_MSG: PullStatus
+NO_MATCHED_MSG: PullStatus
+OFFSET_ILLEGAL: PullStatus
+
+class OpenChannelRequest(_message.Message):
+    __slots__ = ("client_id", "language", "version")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    language: str
+    version: int
+    def __init__(self, client_id: _Optional[str] = ..., language: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class ChannelOpened(_message.Message):
+    __slots__ = ("channel_id", "broker_name", "broker_addr")
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ADDR_FIELD_NUMBER: _ClassVar[int]
+    channel_id: str
+    broker_name: str
+    broker_addr: str
+    def __init__(self, channel_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addr: _Optional[str] = ...) -> None: ...
+
+class NotifyConsumerIdsChanged(_message.Message):
+    __slots__ = ("consumer_group",)
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    def __init__(self, consumer_group: _Optional[str] = ...) -> None: ...
+
+class QueueReleased(_message.Message):
+    __slots__ = ("consumer_group", "message_queue")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    message_queue: _common_pb2.MessageQueue
+    def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ...) -> None: ...
+
+class ChannelEvent(_message.Message):
+    __slots__ = ("opened", "notify_consumer_ids_changed", "queue_released")
+    OPENED_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_CONSUMER_IDS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_RELEASED_FIELD_NUMBER: _ClassVar[int]
+    opened: ChannelOpened
+    notify_consumer_ids_changed: NotifyConsumerIdsChanged
+    queue_released: QueueReleased
+    def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ...) -> None: ...
+
+class HeartbeatRequest(_message.Message):
+    __slots__ = ("channel_id", "heartbeat")
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    channel_id: str
+    heartbeat: _common_pb2.HeartbeatData
+    def __init__(self, channel_id: _Optional[str] = ..., heartbeat: _Optional[_Union[_common_pb2.HeartbeatData, _Mapping]] = ...) -> None: ...
+
+class HeartbeatResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class UnregisterClientRequest(_message.Message):
+    __slots__ = ("channel_id", "client_id", "producer_group", "consumer_group")
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    channel_id: str
+    client_id: str
+    producer_group: str
+    consumer_group: str
+    def __init__(self, channel_id: _Optional[str] = ..., client_id: _Optional[str] = ..., producer_group: _Optional[str] = ..., consumer_group: _Optional[str] = ...) -> None: ...
+
+class UnregisterClientResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetConsumerListByGroupRequest(_message.Message):
+    __slots__ = ("consumer_group",)
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    def __init__(self, consumer_group: _Optional[str] = ...) -> None: ...
+
+class GetConsumerListByGroupResponse(_message.Message):
+    __slots__ = ("consumer_id_list",)
+    CONSUMER_ID_LIST_FIELD_NUMBER: _ClassVar[int]
+    consumer_id_list: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, consumer_id_list: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class LockBatchRequest(_message.Message):
+    __slots__ = ("consumer_group", "client_id", "only_this_broker", "mq_set")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ONLY_THIS_BROKER_FIELD_NUMBER: _ClassVar[int]
+    MQ_SET_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    client_id: str
+    only_this_broker: bool
+    mq_set: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., only_this_broker: _Optional[bool] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
+
+class LockBatchResponse(_message.Message):
+    __slots__ = ("lock_ok_mq_set",)
+    LOCK_OK_MQ_SET_FIELD_NUMBER: _ClassVar[int]
+    lock_ok_mq_set: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
+    def __init__(self, lock_ok_mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
+
+class UnlockBatchRequest(_message.Message):
+    __slots__ = ("consumer_group", "client_id", "only_this_broker", "mq_set")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ONLY_THIS_BROKER_FIELD_NUMBER: _ClassVar[int]
+    MQ_SET_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    client_id: str
+    only_this_broker: bool
+    mq_set: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., only_this_broker: _Optional[bool] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
+
+class UnlockBatchResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AcquireQueuesRequest(_message.Message):
+    __slots__ = ("consumer_group", "client_id", "channel_id", "mq_set")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    MQ_SET_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    client_id: str
+    channel_id: str
+    mq_set: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
+
+class QueueGrant(_message.Message):
+    __slots__ = ("message_queue", "epoch", "committed_offset")
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    message_queue: _common_pb2.MessageQueue
+    epoch: int
+    committed_offset: int
+    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., epoch: _Optional[int] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
+class QueueDenied(_message.Message):
+    __slots__ = ("message_queue", "holder_client_id", "epoch")
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    message_queue: _common_pb2.MessageQueue
+    holder_client_id: str
+    epoch: int
+    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., holder_client_id: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class AcquireQueuesResponse(_message.Message):
+    __slots__ = ("granted", "denied")
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    DENIED_FIELD_NUMBER: _ClassVar[int]
+    granted: _containers.RepeatedCompositeFieldContainer[QueueGrant]
+    denied: _containers.RepeatedCompositeFieldContainer[QueueDenied]
+    def __init__(self, granted: _Optional[_Iterable[_Union[QueueGrant, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[QueueDenied, _Mapping]]] = ...) -> None: ...
+
+class QueueRelease(_message.Message):
+    __slots__ = ("message_queue", "epoch", "final_offset")
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FINAL_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    message_queue: _common_pb2.MessageQueue
+    epoch: int
+    final_offset: int
+    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., epoch: _Optional[int] = ..., final_offset: _Optional[int] = ...) -> None: ...
+
+class ReleaseQueuesRequest(_message.Message):
+    __slots__ = ("consumer_group", "client_id", "releases")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RELEASES_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    client_id: str
+    releases: _containers.RepeatedCompositeFieldContainer[QueueRelease]
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., releases: _Optional[_Iterable[_Union[QueueRelease, _Mapping]]] = ...) -> None: ...
+
+class ReleaseQueuesResponse(_message.Message):
+    __slots__ = ("released",)
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    released: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
+    def __init__(self, released: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
+
+class SendMessageRequest(_message.Message):
+    __slots__ = ("producer_group", "topic", "queue_id", "messages", "born_host", "born_timestamp", "reconsume_times", "max_reconsume_times")
+    PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    BORN_HOST_FIELD_NUMBER: _ClassVar[int]
+    BORN_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
+    producer_group: str
+    topic: str
+    queue_id: int
+    messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
+    born_host: str
+    born_timestamp: int
+    reconsume_times: int
+    max_reconsume_times: int
+    def __init__(self, producer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., born_host: _Optional[str] = ..., born_timestamp: _Optional[int] = ..., reconsume_times: _Optional[int] = ..., max_reconsume_times: _Optional[int] = ...) -> None: ...
+
+class SendResultEntry(_message.Message):
+    __slots__ = ("msg_id", "queue_offset", "commit_log_offset")
+    MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_LOG_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    msg_id: str
+    queue_offset: int
+    commit_log_offset: int
+    def __init__(self, msg_id: _Optional[str] = ..., queue_offset: _Optional[int] = ..., commit_log_offset: _Optional[int] = ...) -> None: ...
+
+class SendMessageResponse(_message.Message):
+    __slots__ = ("send_status", "message_queue", "results")
+    SEND_STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    send_status: SendStatus
+    message_queue: _common_pb2.MessageQueue
+    results: _containers.RepeatedCompositeFieldContainer[SendResultEntry]
+    def __init__(self, send_status: _Optional[_Union[SendStatus, str]] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., results: _Optional[_Iterable[_Union[SendResultEntry, _Mapping]]] = ...) -> None: ...
+
+class PullMessageRequest(_message.Message):
+    __slots__ = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "max_msg_bytes", "commit_offset_enabled", "commit_offset", "suspend", "suspend_timeout_millis", "has_subscription", "sub_expression", "expression_type", "sub_version", "epoch", "client_id")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_MSG_NUMS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MSG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_OFFSET_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_TIMEOUT_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    HAS_SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    SUB_EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    EXPRESSION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SUB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    max_msg_bytes: int
+    commit_offset_enabled: bool
+    commit_offset: int
+    suspend: bool
+    suspend_timeout_millis: int
+    has_subscription: bool
+    sub_expression: str
+    expression_type: str
+    sub_version: int
+    epoch: int
+    client_id: str
+    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_msg_nums: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., commit_offset_enabled: _Optional[bool] = ..., commit_offset: _Optional[int] = ..., suspend: _Optional[bool] = ..., suspend_timeout_millis: _Optional[int] = ..., has_subscription: _Optional[bool] = ..., sub_expression: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ...) -> None: ...
+
+class PullMessageResponse(_message.Message):
+    __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "suggest_which_broker_id", "messages")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_BEGIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SUGGEST_WHICH_BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int
+    messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageExt]
+    def __init__(self, status: _Optional[_Union[PullStatus, str]] = ..., next_begin_offset: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., suggest_which_broker_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.MessageExt, _Mapping]]] = ...) -> None: ...
+
+class ConsumerSendMsgBackRequest(_message.Message):
+    __slots__ = ("group", "commit_log_offset", "delay_level", "origin_msg_id", "origin_topic", "max_reconsume_times")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_LOG_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DELAY_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_TOPIC_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    commit_log_offset: int
+    delay_level: int
+    origin_msg_id: str
+    origin_topic: str
+    max_reconsume_times: int
+    def __init__(self, group: _Optional[str] = ..., commit_log_offset: _Optional[int] = ..., delay_level: _Optional[int] = ..., origin_msg_id: _Optional[str] = ..., origin_topic: _Optional[str] = ..., max_reconsume_times: _Optional[int] = ...) -> None: ...
+
+class ConsumerSendMsgBackResponse(_message.Message):
+    __slots__ = ("target_topic", "reconsume_times")
+    TARGET_TOPIC_FIELD_NUMBER: _ClassVar[int]
+    RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
+    target_topic: str
+    reconsume_times: int
+    def __init__(self, target_topic: _Optional[str] = ..., reconsume_times: _Optional[int] = ...) -> None: ...
+
+class QueryConsumerOffsetRequest(_message.Message):
+    __slots__ = ("consumer_group", "topic", "queue_id", "set_zero_if_not_found")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    SET_ZERO_IF_NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    topic: str
+    queue_id: int
+    set_zero_if_not_found: bool
+    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., set_zero_if_not_found: _Optional[bool] = ...) -> None: ...
+
+class QueryConsumerOffsetResponse(_message.Message):
+    __slots__ = ("offset",)
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    def __init__(self, offset: _Optional[int] = ...) -> None: ...
+
+class OffsetCommit(_message.Message):
+    __slots__ = ("topic", "queue_id", "offset", "epoch")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    offset: int
+    epoch: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class UpdateConsumerOffsetRequest(_message.Message):
+    __slots__ = ("consumer_group", "offsets", "client_id")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    offsets: _containers.RepeatedCompositeFieldContainer[OffsetCommit]
+    client_id: str
+    def __init__(self, consumer_group: _Optional[str] = ..., offsets: _Optional[_Iterable[_Union[OffsetCommit, _Mapping]]] = ..., client_id: _Optional[str] = ...) -> None: ...
+
+class UpdateConsumerOffsetResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QueueOffsetRequest(_message.Message):
+    __slots__ = ("topic", "queue_id")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ...) -> None: ...
+
+class QueueOffsetResponse(_message.Message):
+    __slots__ = ("offset",)
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    def __init__(self, offset: _Optional[int] = ...) -> None: ...
+
+class SearchOffsetRequest(_message.Message):
+    __slots__ = ("topic", "queue_id", "timestamp")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    timestamp: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
+
+class UpdateAndCreateTopicRequest(_message.Message):
+    __slots__ = ("topic_config",)
+    TOPIC_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    topic_config: _common_pb2.TopicConfig
+    def __init__(self, topic_config: _Optional[_Union[_common_pb2.TopicConfig, _Mapping]] = ...) -> None: ...
+
+class UpdateAndCreateTopicResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetAllTopicConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetAllTopicConfigResponse(_message.Message):
+    __slots__ = ("topic_configs",)
+    TOPIC_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    topic_configs: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicConfig]
+    def __init__(self, topic_configs: _Optional[_Iterable[_Union[_common_pb2.TopicConfig, _Mapping]]] = ...) -> None: ...
+
+class GetTopicStatsInfoRequest(_message.Message):
+    __slots__ = ("topic",)
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    def __init__(self, topic: _Optional[str] = ...) -> None: ...
+
+class TopicOffset(_message.Message):
+    __slots__ = ("message_queue", "min_offset", "max_offset", "last_update_timestamp")
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    message_queue: _common_pb2.MessageQueue
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., last_update_timestamp: _Optional[int] = ...) -> None: ...
+
+class GetTopicStatsInfoResponse(_message.Message):
+    __slots__ = ("offsets",)
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    offsets: _containers.RepeatedCompositeFieldContainer[TopicOffset]
+    def __init__(self, offsets: _Optional[_Iterable[_Union[TopicOffset, _Mapping]]] = ...) -> None: ...
+
+class GetConsumerConnectionListRequest(_message.Message):
+    __slots__ = ("consumer_group",)
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    def __init__(self, consumer_group: _Optional[str] = ...) -> None: ...
+
+class Connection(_message.Message):
+    __slots__ = ("client_id", "client_addr", "language", "version", "last_update_timestamp")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ADDR_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    LAST_UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+    last_update_timestamp: int
+    def __init__(self, client_id: _Optional[str] = ..., client_addr: _Optional[str] = ..., language: _Optional[str] = ..., version: _Optional[int] = ..., last_update_timestamp: _Optional[int] = ...) -> None: ...
+
+class ConsumerConnection(_message.Message):
+    __slots__ = ("connections", "subscriptions", "consume_type", "message_model", "consume_from_where")
+    CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_MODEL_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_FROM_WHERE_FIELD_NUMBER: _ClassVar[int]
+    connections: _containers.RepeatedCompositeFieldContainer[Connection]
+    subscriptions: _containers.RepeatedCompositeFieldContainer[_common_pb2.SubscriptionData]
+    consume_type: _common_pb2.ConsumeType
+    message_model: _common_pb2.MessageModel
+    consume_from_where: _common_pb2.ConsumeFromWhere
+    def __init__(self, connections: _Optional[_Iterable[_Union[Connection, _Mapping]]] = ..., subscriptions: _Optional[_Iterable[_Union[_common_pb2.SubscriptionData, _Mapping]]] = ..., consume_type: _Optional[_Union[_common_pb2.ConsumeType, str]] = ..., message_model: _Optional[_Union[_common_pb2.MessageModel, str]] = ..., consume_from_where: _Optional[_Union[_common_pb2.ConsumeFromWhere, str]] = ...) -> None: ...
+
+class GetConsumeStatsRequest(_message.Message):
+    __slots__ = ("consumer_group", "topic")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    topic: str
+    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ...) -> None: ...
+
+class QueueConsumeStats(_message.Message):
+    __slots__ = ("message_queue", "broker_offset", "consumer_offset", "last_timestamp", "holder_client_id")
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    BROKER_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    message_queue: _common_pb2.MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+    holder_client_id: str
+    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., broker_offset: _Optional[int] = ..., consumer_offset: _Optional[int] = ..., last_timestamp: _Optional[int] = ..., holder_client_id: _Optional[str] = ...) -> None: ...
+
+class ConsumeStats(_message.Message):
+    __slots__ = ("queues", "consume_tps")
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_TPS_FIELD_NUMBER: _ClassVar[int]
+    queues: _containers.RepeatedCompositeFieldContainer[QueueConsumeStats]
+    consume_tps: float
+    def __init__(self, queues: _Optional[_Iterable[_Union[QueueConsumeStats, _Mapping]]] = ..., consume_tps: _Optional[float] = ...) -> None: ...
