@@ -1,0 +1,46 @@
+"""docs/protocol.md and the RPC → request-code table stay true to proto/."""
+
+from __future__ import annotations
+
+import re
+
+from protocol.codes import RPC_REQUEST_CODES
+from protocol.generate import PROTO_DIR, ROOT
+from protocol.v1 import broker_pb2
+
+DOC = (ROOT / "docs" / "protocol.md").read_text()
+
+
+def _proto_rpcs() -> set[str]:
+    rpcs = set()
+    for path in PROTO_DIR.glob("*.proto"):
+        service = None
+        for line in path.read_text().splitlines():
+            if m := re.match(r"\s*service (\w+)", line):
+                service = m.group(1)
+            elif m := re.match(r"\s*rpc (\w+)\(", line):
+                rpcs.add(f"{service}.{m.group(1)}")
+    return rpcs
+
+
+def test_every_rpc_has_a_request_code_entry() -> None:
+    table_rpcs = {k for k in RPC_REQUEST_CODES if not k.startswith("ChannelEvent.")}
+    assert table_rpcs == _proto_rpcs()
+
+
+def test_every_channel_event_has_an_entry() -> None:
+    events = {f"ChannelEvent.{f.name}" for f in broker_pb2.ChannelEvent.DESCRIPTOR.fields}
+    events.discard("ChannelEvent.opened")  # the stream's own first event
+    assert events == {k for k in RPC_REQUEST_CODES if k.startswith("ChannelEvent.")}
+
+
+def test_docs_table_lists_every_rpc_with_its_code() -> None:
+    for name, code in RPC_REQUEST_CODES.items():
+        row = next((line for line in DOC.splitlines() if f"`{name}`" in line), None)
+        assert row is not None, f"docs/protocol.md has no row for {name}"
+        if code is not None:
+            assert code.name in row and f"| {int(code)} |" in row, row
+
+
+def test_docs_has_the_join_sequence_diagram() -> None:
+    assert "```mermaid" in DOC and "sequenceDiagram" in DOC
