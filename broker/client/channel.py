@@ -1,0 +1,130 @@
+"""``Channel``: the broker's view of one client connection (one ``OpenChannel`` stream).
+
+Theory of operation. In RocketMQ a channel is a Netty TCP connection: the key of
+``channel_info_table``, the thing the broker writes ``NOTIFY_CONSUMER_IDS_CHANGED`` to, and the
+thing whose close event makes the broker drop the client from its groups. Here the connection is
+the long-lived ``OpenChannel`` server stream a client instance opens to each broker. This class
+is that stream as the pure core sees it: an id, who is at the other end, and an outbox.
+
+Rules:
+
+- Identity is the object: two ``Channel`` objects are never equal, like two Netty channels. The
+  tables of ``ConsumerManager`` and ``ProducerManager`` are keyed by the object; requests name
+  it by ``channel_id`` and the service layer maps the id to the object.
+- Notifications are oneway (RocketMQ sends ``NOTIFY_CONSUMER_IDS_CHANGED`` with a 10 ms oneway
+  timeout): ``offer`` never blocks. When the bounded outbox is full, or the channel is closed,
+  the event is dropped and ``offer`` answers False. A client that missed a notification still
+  rebalances at its next periodic tick (20 s), exactly as with a lost oneway in RocketMQ.
+- ``close()`` is idempotent and wakes the reader of ``events()``; events still queued at close
+  are discarded (nobody is left to read them).
+- No task is started here: the stream handler of the gRPC service iterates ``events()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import structlog
+
+from protocol.v1 import broker_pb2
+
+__all__ = ["DEFAULT_OUTBOX_SIZE", "Channel"]
+
+log = structlog.get_logger("broker.client.channel")
+
+# Enough for every notification a burst of joins and leaves can cause; a slow reader that
+# falls this far behind loses notifications rather than blocking the broker.
+DEFAULT_OUTBOX_SIZE = 1024
+
+# Put in the outbox by close() to wake a reader blocked on an empty outbox. Compared by identity.
+_CLOSED = broker_pb2.ChannelEvent()
+
+
+class Channel:
+    """One client connection: who is at the other end, and its outbox of pushed events."""
+
+    __slots__ = (
+        "_closed",
+        "channel_id",
+        "client_id",
+        "dropped",
+        "language",
+        "opened_at",
+        "outbox",
+        "remote_addr",
+        "version",
+    )
+
+    def __init__(
+        self,
+        channel_id: str,
+        client_id: str,
+        remote_addr: str,
+        *,
+        language: str = "PYTHON",
+        version: int = 0,
+        opened_at: int = 0,
+        outbox_size: int = DEFAULT_OUTBOX_SIZE,
+    ) -> None:
+        self.channel_id = channel_id
+        self.client_id = client_id
+        self.remote_addr = remote_addr
+        self.language = language
+        self.version = version
+        # ms since the epoch, from the caller's clock.
+        self.opened_at = opened_at
+        self.outbox: asyncio.Queue[broker_pb2.ChannelEvent] = asyncio.Queue(maxsize=outbox_size)
+        # Events that could not be queued (outbox full or channel closed).
+        self.dropped = 0
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def offer(self, event: broker_pb2.ChannelEvent) -> bool:
+        """Queue ``event`` without blocking; False (and the event dropped) when full or closed."""
+        if self._closed:
+            self.dropped += 1
+            return False
+        try:
+            self.outbox.put_nowait(event)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            log.warning(
+                "channel outbox full, event dropped",
+                channel_id=self.channel_id,
+                client_id=self.client_id,
+                remote_addr=self.remote_addr,
+                dropped=self.dropped,
+            )
+            return False
+        return True
+
+    def close(self) -> None:
+        """Mark the channel closed and wake the reader of ``events()``. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.outbox.put_nowait(_CLOSED)
+        except asyncio.QueueFull:
+            # The reader is not blocked (the outbox is not empty): it sees ``closed`` before
+            # its next get.
+            pass
+
+    async def events(self) -> AsyncIterator[broker_pb2.ChannelEvent]:
+        """The events to push to the client, in order, until the channel is closed."""
+        while not self._closed:
+            event = await self.outbox.get()
+            if event is _CLOSED or self._closed:
+                return
+            yield event
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"Channel(id={self.channel_id!r}, client_id={self.client_id!r}, "
+            f"remote_addr={self.remote_addr!r}, {state})"
+        )
