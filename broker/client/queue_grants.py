@@ -1,0 +1,259 @@
+"""``QueueGrantManager``: the fenced handoff (ours, opt-in), generalising LOCK_BATCH_MQ.
+
+Classic RocketMQ lets two consumers pull one queue during a rebalance and then repeat messages
+(seed 001: the new owner starts before the old one has stopped and committed). In the fenced
+mode the broker grants each (group, queue) to one owner at a time, with an epoch:
+
+- **acquire** a batch of queues: a free queue is granted with ``epoch = last epoch + 1``; a
+  queue the caller already holds (same client id *and* same channel) is granted again with the
+  **same** epoch (acquire is idempotent, so a retried or periodic acquire changes nothing); a
+  queue held by anyone else is denied, naming the holder and its epoch.
+- **release** with the epoch of the grant: only the current grant's epoch releases; a stale
+  release changes nothing.
+- A client's grants **vanish when its channel closes or expires** (``release_channel``): a
+  crashed consumer cannot hold queues forever, and no lock timer is needed.
+- Pulls and offset commits carry the epoch; ``check_epoch`` raises ``QueueFenced`` (its own
+  response code, QUEUE_FENCED 1001) naming the queue, the stale epoch and the current one, so
+  a consumer that lost a queue stops touching it.
+- Epochs per (group, queue) **strictly increase forever**: the last epoch is kept after a
+  release, so every grant of a queue has an epoch no earlier grant had, and an old owner's
+  epoch can never become current again.
+
+Holder identity is (client id, channel id), not the client id alone: two processes sharing a
+client id (a container pitfall, see ``ConsumerManager.duplicate_client_ids``) have different
+channels, so the second is denied rather than handed the same epoch. The price: a client that
+reconnects on a new channel is denied its old queues until the old channel's close is
+processed (at once for a clean disconnect, within the keepalive timeout for a dead one, or at
+the 120 s expiry).
+
+Epochs start above ``epoch_base`` (default 0; epoch 0 on the wire means "not fenced"). The
+table lives in memory; a broker should pass its start time in ms as ``epoch_base`` so that
+epochs keep growing across restarts and a client from before the restart cannot present an
+epoch that is current again.
+
+The offsets travel with the grants but live in ``ConsumerOffsetManager``; the service combines
+the two, with no ``await`` in between so each step is atomic on the event loop::
+
+    # AcquireQueues
+    result = grants.acquire(group, client_id, channel_id, mqs)
+    for mq, epoch in result.granted:
+        committed = offsets.query_offset(group, mq.topic, mq.queue_id)   # -1 = none
+        ...  # QueueGrant(mq, epoch, committed)
+
+    # ReleaseQueues: each final offset is committed only if its release is valid
+    finals = {mq: final_offset, ...}                 # from the request; -1 = commit nothing
+
+    def commit_final(mq):
+        if finals[mq] >= 0:
+            offsets.commit_offset(client_host, group, mq.topic, mq.queue_id, finals[mq])
+
+    released = grants.release(group, client_id, [(mq, epoch), ...], commit=commit_final)
+    ...  # push QueueReleased(group, mq) to the group's channels for each released mq
+
+    # PullMessage / UpdateConsumerOffset with epoch != 0
+    grants.check_epoch(group, mq, epoch)        # raises QueueFenced
+
+    # the channel closed, or the expiry scan dropped it
+    for group, mq in grants.release_channel(channel.channel_id): ...  # push QueueReleased
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import structlog
+
+from protocol.errors import QueueFenced
+from protocol.message_queue import MessageQueue
+
+__all__ = ["AcquireResult", "Denied", "Granted", "QueueGrant", "QueueGrantManager"]
+
+log = structlog.get_logger("broker.client.queue_grants")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueGrant:
+    """The current grant of one (group, queue)."""
+
+    group: str
+    mq: MessageQueue
+    client_id: str
+    channel_id: str
+    epoch: int
+
+
+class Granted(NamedTuple):
+    """A queue granted to the caller: pull and commit with this epoch."""
+
+    mq: MessageQueue
+    epoch: int
+
+
+class Denied(NamedTuple):
+    """A queue not granted: who holds it, with which epoch."""
+
+    mq: MessageQueue
+    holder: str
+    epoch: int
+
+
+class AcquireResult(NamedTuple):
+    granted: list[Granted]
+    denied: list[Denied]
+
+
+class QueueGrantManager:
+    """Per (group, queue): one owner and an epoch that grows on every grant."""
+
+    def __init__(self, *, epoch_base: int = 0) -> None:
+        self.epoch_base = epoch_base
+        # group -> queue -> current grant.
+        self.grant_table: dict[str, dict[MessageQueue, QueueGrant]] = {}
+        # group -> queue -> the last epoch ever issued (kept after release).
+        self.epoch_table: dict[str, dict[MessageQueue, int]] = {}
+        # channel id -> the (group, queue) it holds.
+        self.channel_grant_table: dict[str, set[tuple[str, MessageQueue]]] = {}
+
+    # ---- queries ---------------------------------------------------------------------------
+
+    def holder(self, group: str, mq: MessageQueue) -> QueueGrant | None:
+        """The current grant of ``mq``, or None when it is free."""
+        return self.grant_table.get(group, {}).get(mq)
+
+    def current_epoch(self, group: str, mq: MessageQueue) -> int:
+        """The last epoch issued for ``mq`` (``epoch_base`` when never granted)."""
+        return self.epoch_table.get(group, {}).get(mq, self.epoch_base)
+
+    def is_current(self, group: str, mq: MessageQueue, client_id: str, epoch: int) -> bool:
+        """Whether ``client_id`` holds ``mq`` with exactly ``epoch``."""
+        grant = self.holder(group, mq)
+        return grant is not None and grant.client_id == client_id and grant.epoch == epoch
+
+    def grants_of_channel(self, channel_id: str) -> list[QueueGrant]:
+        """The grants held through ``channel_id``, sorted by group then queue."""
+        keys = sorted(self.channel_grant_table.get(channel_id, ()))
+        return [self.grant_table[group][mq] for group, mq in keys]
+
+    def check_epoch(self, group: str, mq: MessageQueue, epoch: int) -> None:
+        """Raise ``QueueFenced`` unless ``epoch`` is the current grant's epoch of ``mq``."""
+        grant = self.holder(group, mq)
+        if grant is not None and grant.epoch == epoch:
+            return
+        if grant is None:
+            raise QueueFenced(
+                f"{mq} of group {group} is fenced: epoch {epoch} is stale, the queue is not "
+                f"granted now (current epoch {self.current_epoch(group, mq)}); acquire it again"
+            )
+        raise QueueFenced(
+            f"{mq} of group {group} is fenced: epoch {epoch} is stale, current epoch "
+            f"{grant.epoch} is held by {grant.client_id}; stop pulling this queue"
+        )
+
+    # ---- changes ---------------------------------------------------------------------------
+
+    def acquire(
+        self, group: str, client_id: str, channel_id: str, mqs: Iterable[MessageQueue]
+    ) -> AcquireResult:
+        """Grant what is free or already the caller's; deny the rest, naming the holder."""
+        grants = self.grant_table.setdefault(group, {})
+        epochs = self.epoch_table.setdefault(group, {})
+        granted: list[Granted] = []
+        denied: list[Denied] = []
+        for mq in dict.fromkeys(mqs):
+            grant = grants.get(mq)
+            if grant is None:
+                epoch = epochs.get(mq, self.epoch_base) + 1
+                epochs[mq] = epoch
+                grants[mq] = QueueGrant(group, mq, client_id, channel_id, epoch)
+                self.channel_grant_table.setdefault(channel_id, set()).add((group, mq))
+                granted.append(Granted(mq, epoch))
+                log.info(
+                    "queue granted",
+                    group=group,
+                    client_id=client_id,
+                    channel_id=channel_id,
+                    mq=str(mq),
+                    epoch=epoch,
+                )
+            elif grant.client_id == client_id and grant.channel_id == channel_id:
+                granted.append(Granted(mq, grant.epoch))
+            else:
+                denied.append(Denied(mq, grant.client_id, grant.epoch))
+                if grant.client_id == client_id:
+                    log.warning(
+                        "queue held by the same client id on another channel",
+                        group=group,
+                        client_id=client_id,
+                        channel_id=channel_id,
+                        holder_channel_id=grant.channel_id,
+                        mq=str(mq),
+                        epoch=grant.epoch,
+                    )
+        if not grants:
+            del self.grant_table[group]
+        if not epochs:
+            del self.epoch_table[group]
+        return AcquireResult(granted, denied)
+
+    def release(
+        self,
+        group: str,
+        client_id: str,
+        releases: Iterable[tuple[MessageQueue, int]],
+        *,
+        commit: Callable[[MessageQueue], object] | None = None,
+    ) -> list[MessageQueue]:
+        """Release the caller's grants whose epoch is current; the queues released.
+
+        ``commit(mq)``, when given, runs for each valid release just before its grant is
+        dropped: the place to commit the final offset, so that it is committed if and only if
+        the release happens.
+        """
+        released: list[MessageQueue] = []
+        for mq, epoch in releases:
+            grant = self.holder(group, mq)
+            if grant is None or grant.client_id != client_id or grant.epoch != epoch:
+                log.warning(
+                    "queue release refused, not the current grant",
+                    group=group,
+                    client_id=client_id,
+                    mq=str(mq),
+                    epoch=epoch,
+                    holder=grant.client_id if grant else None,
+                    current_epoch=grant.epoch if grant else self.current_epoch(group, mq),
+                )
+                continue
+            if commit is not None:
+                commit(mq)
+            self._drop(grant)
+            released.append(mq)
+            log.info("queue released", group=group, client_id=client_id, mq=str(mq), epoch=epoch)
+        return released
+
+    def release_channel(self, channel_id: str) -> list[tuple[str, MessageQueue]]:
+        """The channel closed or expired: drop all its grants; the (group, queue) freed."""
+        freed = sorted(self.channel_grant_table.get(channel_id, ()))
+        for group, mq in freed:
+            grant = self.grant_table[group][mq]
+            self._drop(grant)
+            log.info(
+                "queue grant vanished with its channel",
+                group=group,
+                client_id=grant.client_id,
+                channel_id=channel_id,
+                mq=str(mq),
+                epoch=grant.epoch,
+            )
+        return freed
+
+    def _drop(self, grant: QueueGrant) -> None:
+        grants = self.grant_table[grant.group]
+        del grants[grant.mq]
+        if not grants:
+            del self.grant_table[grant.group]
+        held = self.channel_grant_table[grant.channel_id]
+        held.discard((grant.group, grant.mq))
+        if not held:
+            del self.channel_grant_table[grant.channel_id]
