@@ -1,0 +1,25 @@
+"""The name server: route table (``RouteInfoManager``), broker liveness, gRPC service, client."""
+
+from nameserver.client import NameServerClient, parse_namesrv_addr
+from nameserver.config import NamesrvConfig
+from nameserver.route_info_manager import (
+    DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS,
+    BrokerAddrInfo,
+    BrokerLiveInfo,
+    RegisterBrokerResult,
+    RouteInfoManager,
+)
+from nameserver.service import NameServer, NameServerService
+
+__all__ = [
+    "DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS",
+    "BrokerAddrInfo",
+    "BrokerLiveInfo",
+    "NameServer",
+    "NameServerClient",
+    "NameServerService",
+    "NamesrvConfig",
+    "RegisterBrokerResult",
+    "RouteInfoManager",
+    "parse_namesrv_addr",
+]
