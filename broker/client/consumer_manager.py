@@ -3,15 +3,15 @@
 Everything the broker knows about who consumes lives here; nothing here does I/O or reads a
 clock (``now`` is an argument in ms). The gRPC service calls in from its handlers:
 
-==============================  ============================================================
-RocketMQ trigger                call
-==============================  ============================================================
-HEART_BEAT (34)                 ``register_consumer`` for each group of the heartbeat
-UNREGISTER_CLIENT (35)          ``unregister_consumer``
-channel close / error / idle    ``do_channel_close_event`` (here: the OpenChannel stream ends)
-housekeeping every 10 s         ``scan_not_active_channel`` (120 s expiry)
-GET_CONSUMER_LIST_BY_GROUP (38) ``get_consumer_group_info(group).get_all_client_id()``
-==============================  ============================================================
+================================  ============================================================
+RocketMQ trigger                  call
+================================  ============================================================
+HEART_BEAT (34)                   ``register_consumer`` for each group of the heartbeat
+UNREGISTER_CLIENT (35)            ``unregister_consumer``
+channel close / error / idle      ``do_channel_close_event`` (here: the OpenChannel stream ends)
+housekeeping every 10 s           ``scan_not_active_channel`` (120 s expiry)
+GET_CONSUMER_LIST_BY_GROUP (38)   ``get_consumer_group_info(group).get_all_client_id()``
+================================  ============================================================
 
 Theory of operation. ``consumer_table`` maps a group to its ``ConsumerGroupInfo``: the group's
 subscriptions (``subscription_table``, topic -> ``SubscriptionData``, group-wide, last writer
@@ -22,27 +22,27 @@ id to the object). When the set of channels or the set of topics changes, the ma
 ``NOTIFY_CONSUMER_IDS_CHANGED`` pushed to every channel of the group, and each consumer
 rebalances at once. Groups never hear about each other.
 
-The event rules (spec 6.1), as a table:
+The event rules (RocketMQ's ``ConsumerManager``), as a table:
 
-=====================  ==================================================================
-path                   events fired
-=====================  ==================================================================
-register_consumer      CLIENT_REGISTER if the channel is new; CHANGE if (new channel or a
-                       topic added or removed) and the group-level notify flag is on and
-                       the group is not BROADCASTING; REGISTER always.
-                       A subVersion-only change replaces the subscription, fires no CHANGE.
-unregister_consumer    CLIENT_UNREGISTER if the channel was there; UNREGISTER if the group
-                       is now empty (and removed); CHANGE if the group-level flag is on and
-                       not BROADCASTING, even when nothing was removed.
-do_channel_close_event per group holding the channel: CLIENT_UNREGISTER; UNREGISTER if the
-                       group is now empty; CHANGE unless BROADCASTING. The group-level
-                       notify flag is not consulted on this path.
-scan_not_active_channel CLIENT_UNREGISTER per expired channel, which is closed and removed;
-                       an emptied group is removed. No CHANGE and no UNREGISTER (RocketMQ):
-                       survivors notice at their next periodic rebalance.
-                       ``notify=True`` (ours) also fires CHANGE to each affected
-                       non-BROADCASTING group.
-=====================  ==================================================================
+=======================  ================================================================
+path                     events fired
+=======================  ================================================================
+register_consumer        CLIENT_REGISTER if the channel is new; CHANGE if (new channel, or
+                         a topic added or removed) and the group-level notify flag is on
+                         and the group is not BROADCASTING; REGISTER always. A
+                         subVersion-only change replaces the subscription, no CHANGE.
+unregister_consumer      CLIENT_UNREGISTER if the channel was there; UNREGISTER if the
+                         group is now empty (and removed); CHANGE if the group-level flag
+                         is on and not BROADCASTING, even when nothing was removed.
+do_channel_close_event   per group holding the channel: CLIENT_UNREGISTER; UNREGISTER if
+                         the group is now empty; CHANGE unless BROADCASTING. The
+                         group-level notify flag is not consulted on this path.
+scan_not_active_channel  CLIENT_UNREGISTER per expired channel, which is closed and
+                         removed; an emptied group is removed. No CHANGE, no UNREGISTER
+                         (RocketMQ): survivors notice at their next periodic rebalance.
+                         ``notify=True`` (ours) also fires CHANGE to each affected
+                         non-BROADCASTING group.
+=======================  ================================================================
 
 The broker-level switch (``notifyConsumerIdsChangedEnable`` in broker.conf) belongs to the
 listener (``DefaultConsumerIdsChangeListener``), which drops CHANGE when it is off; the
@@ -311,7 +311,7 @@ class ConsumerGroupInfo:
 
 
 class ConsumerManager:
-    """``consumer_table`` (group -> ConsumerGroupInfo) and the rules of spec 6.1."""
+    """``consumer_table`` (group -> ConsumerGroupInfo) and the event rules above."""
 
     def __init__(
         self,

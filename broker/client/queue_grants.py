@@ -1,7 +1,7 @@
 """``QueueGrantManager``: the fenced handoff (ours, opt-in), generalising LOCK_BATCH_MQ.
 
 Classic RocketMQ lets two consumers pull one queue during a rebalance and then repeat messages
-(seed 001: the new owner starts before the old one has stopped and committed). In the fenced
+(the new owner starts before the old one has stopped and committed). In the fenced
 mode the broker grants each (group, queue) to one owner at a time, with an epoch:
 
 - **acquire** a batch of queues: a free queue is granted with ``epoch = last epoch + 1``; a

@@ -3,7 +3,7 @@
 The only coordination primitive of classic RocketMQ: an orderly consumer locks the queues its
 rebalance gave it before pulling them, so two members never process one queue at once.
 
-Rules (spec 6.8):
+Rules (RocketMQ's ``RebalanceLockManager`` and ``AdminBrokerProcessor.lockBatchMQ``):
 
 - ``mq_lock_table``: group -> (MessageQueue -> ``LockEntry(client_id, last_update_timestamp)``).
 - An entry is expired when ``now - last_update_timestamp > lock_max_live_ms`` (60 s,
