@@ -551,7 +551,7 @@ class ConsumerManager:
                 log.exception(
                     "consumer ids change listener failed",
                     listener=repr(listener),
-                    event=event.name,
+                    group_event=event.name,
                     group=group,
                 )
 
