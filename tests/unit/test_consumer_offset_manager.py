@@ -10,7 +10,6 @@ import pytest
 from structlog.testing import capture_logs
 
 from broker.offset import ConsumerOffsetManager, query_offset_answer
-from broker.offset import consumer_offset_manager as com
 
 
 class Clock:
@@ -106,7 +105,7 @@ def test_a_crash_before_the_rename_leaves_the_old_file(
             raise OSError("power cut")
         real_replace(src, dst)
 
-    monkeypatch.setattr(com.os, "replace", crash_on_main_rename)
+    monkeypatch.setattr(os, "replace", crash_on_main_rename)
     m.commit_offset("h", "G", "T", 0, 2)
     with pytest.raises(OSError):
         m.persist()
