@@ -598,12 +598,11 @@ class DefaultConsumerIdsChangeListener:
         """Offer the notification to each channel now; how many accepted it."""
         targets = list(channels)
         sent = 0
+        # One message for all: it is never mutated after this point.
+        event = broker_pb2.ChannelEvent(
+            notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(consumer_group=group)
+        )
         for channel in targets:
-            event = broker_pb2.ChannelEvent(
-                notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(
-                    consumer_group=group
-                )
-            )
             if channel.offer(event):
                 sent += 1
         self.notifications_sent += sent
