@@ -1,0 +1,655 @@
+"""The commit log: every message of every queue, appended in one sequence of segment files.
+
+Rules:
+- A message's *physical offset* is its byte position in one endless log. The log is cut into
+  segments of ``mapped_file_size_commit_log`` bytes, each a file named by its start offset in
+  20 zero-padded digits (``00000000000000000000``, ``00000000001073741824``, ...), as RocketMQ.
+- Records are appended only, and a record never spans two segments: when the next record (plus
+  an 8-byte marker) does not fit, an *end-of-file blank* ``(remaining bytes, BLANK_MAGIC_CODE)``
+  closes the segment and the record goes to the next one, whose name is the old start plus the
+  segment size. The blank's size field is how a reader skips to the next segment.
+- Files are not preallocated: they grow as records are written (RocketMQ maps 1 GiB up front).
+  So a segment's file size is where writing stopped, and a torn tail is a short file.
+- One record (RocketMQ's message format, version 2: the topic length is two bytes), big-endian::
+
+      0  TOTALSIZE        int32   the whole record
+      4  MAGICCODE        int32   MESSAGE_MAGIC_CODE (0xDAA320AB)
+      8  BODYCRC          int32   zlib CRC32 of the body & 0x7FFFFFFF
+     12  QUEUEID          int32
+     16  FLAG             int32
+     20  QUEUEOFFSET      int64   offset in the consume queue
+     28  PHYSICALOFFSET   int64   this record's commit log offset
+     36  SYSFLAG          int32   bit 4: born host is IPv6, bit 5: store host is IPv6
+     40  BORNTIMESTAMP    int64   ms
+     48  BORNHOST         4|16 + int32 port
+      .  STORETIMESTAMP   int64   ms
+      .  STOREHOST        4|16 + int32 port
+      .  RECONSUMETIMES   int32
+      .  PREPARED TRANSACTION OFFSET int64 (always 0 here)
+      .  BODY             int32 length + bytes
+      .  TOPIC            int16 length + UTF-8
+      .  PROPERTIES       int16 length + UTF-8 ``key\\x01value\\x02`` pairs (TAGS, KEYS, ...)
+
+- A record is valid when its magic is right, its lengths add up to its total size, its
+  physical-offset field equals where it lies and its body matches the CRC. ``recover`` scans
+  from a given offset, hands each valid record to a dispatch callback, and cuts the log at the
+  first invalid one (truncating that file and deleting every later segment, like RocketMQ's
+  ``truncateDirtyFiles``).
+
+This module does blocking file I/O and knows nothing of asyncio or of consume queues; the
+``MessageStore`` calls it from the event loop (writes are small page-cache copies) and runs the
+fsyncs in a thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from broker.store.message_id import create_message_id, format_host
+from protocol.message import MessageConst, MessageExt
+from protocol.tags import java_string_hash
+
+__all__ = [
+    "BLANK_MAGIC_CODE",
+    "BORNHOST_V6_FLAG",
+    "END_FILE_MIN_BLANK_LENGTH",
+    "MESSAGE_MAGIC_CODE",
+    "STOREHOSTADDRESS_V6_FLAG",
+    "CommitLog",
+    "DispatchRequest",
+    "decode_message",
+    "decode_properties",
+    "encode_properties",
+    "record_size",
+    "tags_string_to_tags_code",
+]
+
+log = structlog.get_logger("broker.store.commit_log")
+
+MESSAGE_MAGIC_CODE = -626843477  # RocketMQ's MESSAGE_MAGIC_CODE_V2 (0xDAA320AB)
+BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
+END_FILE_MIN_BLANK_LENGTH = 8  # TOTALSIZE + MAGICCODE of the end-of-file blank
+BORNHOST_V6_FLAG = 1 << 4
+STOREHOSTADDRESS_V6_FLAG = 1 << 5
+_HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+_SIZE_MAGIC = struct.Struct(">ii")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_SYSFLAG_POS = 36
+
+
+def _header_struct(sysflag: int) -> struct.Struct:
+    born = 16 if sysflag & BORNHOST_V6_FLAG else 4
+    store = 16 if sysflag & STOREHOSTADDRESS_V6_FLAG else 4
+    # size magic crc qid flag qoff phys sysflag born_ts born_host born_port store_ts
+    # store_host store_port reconsume prepared_tx body_len
+    return struct.Struct(f">iiiiiqqiq{born}siq{store}siiqi")
+
+
+# The fixed part of a record up to and including the body length, per host-flag combination.
+_HEADERS = {flags: _header_struct(flags) for flags in (0, 0x10, 0x20, 0x30)}
+# Where STORETIMESTAMP lies, per host-flag combination.
+_STORE_TS_POS = {flags: 48 + (20 if flags & BORNHOST_V6_FLAG else 8) for flags in _HEADERS}
+_I64 = struct.Struct(">q")
+_MIN_RECORD_SIZE = _HEADERS[0].size + 2 + 1 + 2
+
+
+def record_size(sysflag: int, body_length: int, topic_length: int, properties_length: int) -> int:
+    """The TOTALSIZE of a record with these lengths."""
+    header = _HEADERS[sysflag & _HOST_FLAGS].size
+    return header + body_length + 2 + topic_length + 2 + properties_length
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags_hash(tags: str) -> int:
+    return java_string_hash(tags)
+
+
+def tags_string_to_tags_code(tags: str | None) -> int:
+    """The consume queue's tag hash: Java ``String.hashCode()`` of the tags, 0 for none."""
+    return _tags_hash(tags) if tags else 0
+
+
+def encode_properties(properties: dict[str, str]) -> str:
+    """RocketMQ's ``messageProperties2String``: ``key\\x01value\\x02`` for each pair."""
+    return "".join(
+        f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items()
+    )
+
+
+def decode_properties(text: str) -> dict[str, str]:
+    """RocketMQ's ``string2messageProperties``."""
+    properties: dict[str, str] = {}
+    for item in text.split(PROPERTY_SEPARATOR):
+        if item:
+            key, _, value = item.partition(NAME_VALUE_SEPARATOR)
+            properties[key] = value
+    return properties
+
+
+def _find_property(text: str, key: str) -> str | None:
+    """One property's value without building the dict (recovery reads only TAGS)."""
+    for item in text.split(PROPERTY_SEPARATOR):
+        name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
+        if sep and name == key:
+            return value
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchRequest:
+    """What the consume queue needs of one record (RocketMQ's ``DispatchRequest``)."""
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    msg_size: int
+    tags_code: int
+    store_timestamp: int
+    consume_queue_offset: int
+
+
+def _check_record(
+    buf: memoryview, pos: int, limit: int, expected_offset: int
+) -> DispatchRequest | None:
+    """The record at ``pos`` if it is whole and valid (see the module rules), else None."""
+    if pos + _MIN_RECORD_SIZE > limit:
+        return None
+    total = _I32.unpack_from(buf, pos)[0]
+    end = pos + total
+    if total < _MIN_RECORD_SIZE or end > limit:
+        return None
+    sysflag = _I32.unpack_from(buf, pos + _SYSFLAG_POS)[0]
+    header = _HEADERS[sysflag & _HOST_FLAGS]
+    if pos + header.size > end:
+        return None
+    (_, magic, body_crc, queue_id, _, queue_offset, physical_offset, _, _, _, _,
+     store_timestamp, _, _, _, _, body_length) = header.unpack_from(buf, pos)
+    if (
+        magic != MESSAGE_MAGIC_CODE
+        or physical_offset != expected_offset
+        or queue_id < 0
+        or queue_offset < 0
+        or body_length < 0
+    ):
+        return None
+    body_start = pos + header.size
+    topic_pos = body_start + body_length
+    if topic_pos + 2 > end:
+        return None
+    topic_length = _I16.unpack_from(buf, topic_pos)[0]
+    properties_pos = topic_pos + 2 + topic_length
+    if topic_length <= 0 or properties_pos + 2 > end:
+        return None
+    properties_length = _I16.unpack_from(buf, properties_pos)[0]
+    if properties_length < 0 or properties_pos + 2 + properties_length != end:
+        return None
+    if zlib.crc32(buf[body_start:topic_pos]) & 0x7FFFFFFF != body_crc:
+        return None
+    try:
+        topic = str(buf[topic_pos + 2 : properties_pos], "utf-8")
+        properties = str(buf[properties_pos + 2 : end], "utf-8")
+    except UnicodeDecodeError:
+        return None
+    tags = _find_property(properties, MessageConst.PROPERTY_TAGS)
+    return DispatchRequest(
+        topic=topic,
+        queue_id=queue_id,
+        commit_log_offset=physical_offset,
+        msg_size=total,
+        tags_code=tags_string_to_tags_code(tags),
+        store_timestamp=store_timestamp,
+        consume_queue_offset=queue_offset,
+    )
+
+
+def decode_message(buf: bytes | memoryview, pos: int = 0, broker_name: str = "") -> MessageExt:
+    """The ``MessageExt`` of the (already located, trusted) record at ``pos`` of ``buf``.
+
+    TAGS and KEYS move from the properties to their own fields; other properties stay.
+    """
+    sysflag = _I32.unpack_from(buf, pos + _SYSFLAG_POS)[0]
+    header = _HEADERS[sysflag & _HOST_FLAGS]
+    (total, _, body_crc, queue_id, flag, queue_offset, physical_offset, _, born_timestamp,
+     born_ip, born_port, store_timestamp, store_ip, store_port, reconsume_times, _,
+     body_length) = header.unpack_from(buf, pos)
+    body_start = pos + header.size
+    topic_pos = body_start + body_length
+    topic_length = _I16.unpack_from(buf, topic_pos)[0]
+    properties_pos = topic_pos + 2 + topic_length
+    properties_length = _I16.unpack_from(buf, properties_pos)[0]
+    properties = (
+        decode_properties(
+            str(buf[properties_pos + 2 : properties_pos + 2 + properties_length], "utf-8")
+        )
+        if properties_length
+        else {}
+    )
+    return MessageExt(
+        topic=str(buf[topic_pos + 2 : properties_pos], "utf-8"),
+        body=bytes(buf[body_start:topic_pos]),
+        broker_name=broker_name,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        commit_log_offset=physical_offset,
+        msg_id=create_message_id(store_ip, store_port, physical_offset),
+        tags=properties.pop(MessageConst.PROPERTY_TAGS, None),
+        keys=properties.pop(MessageConst.PROPERTY_KEYS, None),
+        flag=flag,
+        properties=properties,
+        born_timestamp=born_timestamp,
+        born_host=format_host(born_ip, born_port),
+        store_timestamp=store_timestamp,
+        store_host=format_host(store_ip, store_port),
+        reconsume_times=reconsume_times,
+        store_size=total,
+        body_crc=body_crc,
+    )
+
+
+@dataclass(slots=True, eq=False)
+class _Segment:
+    """One segment file. ``wrote`` is its file size; ``full`` once a blank marker closes it."""
+
+    start: int
+    path: str
+    fd: int
+    wrote: int
+    capacity: int
+    full: bool = False
+
+    @property
+    def end(self) -> int:
+        """The physical offset right after this segment's data (its whole span once full)."""
+        return self.start + (self.capacity if self.full else self.wrote)
+
+
+def _pwrite_all(fd: int, data: bytes, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view = view[written:]
+        position += written
+
+
+class CommitLog:
+    """The segment files of one store's commit log (blocking I/O; see the module rules)."""
+
+    def __init__(self, directory: str, segment_size: int) -> None:
+        self.directory = directory
+        self.segment_size = segment_size
+        self._segments: list[_Segment] = []
+        self._starts: list[int] = []
+        self._dir_fd: int | None = None
+        # A segment was created or deleted since the directory was last fsynced.
+        self.dir_dirty = False
+
+    # ---- opening and recovery ------------------------------------------------------------
+    def load(self) -> None:
+        """Open every segment file (in offset order); validity is ``recover``'s job."""
+        os.makedirs(self.directory, exist_ok=True)
+        self._dir_fd = os.open(self.directory, os.O_RDONLY)
+        names = sorted(n for n in os.listdir(self.directory) if len(n) == 20 and n.isdigit())
+        for name in names:
+            path = os.path.join(self.directory, name)
+            fd = os.open(path, os.O_RDWR)
+            size = os.fstat(fd).st_size
+            self._segments.append(_Segment(int(name), path, fd, size, max(self.segment_size, size)))
+        self._starts = [s.start for s in self._segments]
+        for seg, nxt in zip(self._segments, self._segments[1:], strict=False):
+            seg.capacity = nxt.start - seg.start
+            seg.full = True
+
+    def recover(self, scan_from: int, dispatch: Callable[[DispatchRequest], None]) -> None:
+        """Check every record from ``scan_from`` on, dispatch the valid ones, cut at a bad one."""
+        if not self._segments:
+            return
+        scan_from = max(scan_from, self.min_offset)
+        index = max(0, bisect.bisect_right(self._starts, scan_from) - 1)
+        pos = scan_from - self._segments[index].start
+        while index < len(self._segments):
+            seg = self._segments[index]
+            last = index == len(self._segments) - 1
+            end, blank = self._scan_segment(seg, pos, dispatch)
+            if blank is not None:
+                seg.full = True
+                seg.capacity = end + blank
+                if end + END_FILE_MIN_BLANK_LENGTH < seg.wrote:
+                    self._truncate_file(seg, end + END_FILE_MIN_BLANK_LENGTH)
+            elif end < seg.wrote:
+                log.warning(
+                    "commit log tail cut: torn or corrupt record",
+                    segment=os.path.basename(seg.path),
+                    offset=seg.start + end,
+                    dropped_bytes=self.max_offset - (seg.start + end),
+                )
+                self.truncate(seg.start + end)
+                return
+            elif last:
+                seg.full = False
+                seg.capacity = max(self.segment_size, seg.wrote)
+            index += 1
+            pos = 0
+
+    def _scan_segment(
+        self, seg: _Segment, pos: int, dispatch: Callable[[DispatchRequest], None]
+    ) -> tuple[int, int | None]:
+        """(where valid data ends, the blank's size if a blank marker ends it)."""
+        size = seg.wrote
+        if size == 0 or pos >= size:
+            return min(pos, size), None
+        with mmap.mmap(seg.fd, size, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                while pos + END_FILE_MIN_BLANK_LENGTH <= size:
+                    total, magic = _SIZE_MAGIC.unpack_from(view, pos)
+                    if magic == BLANK_MAGIC_CODE:
+                        if total < END_FILE_MIN_BLANK_LENGTH:
+                            break
+                        return pos, total
+                    request = _check_record(view, pos, size, seg.start + pos)
+                    if request is None:
+                        break
+                    dispatch(request)
+                    pos += request.msg_size
+            finally:
+                view.release()
+        return pos, None
+
+    # ---- offsets -------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        """The first physical offset still on disk."""
+        return self._segments[0].start if self._segments else 0
+
+    @property
+    def max_offset(self) -> int:
+        """The physical offset the next record would get (ignoring a roll)."""
+        return self._segments[-1].end if self._segments else 0
+
+    @property
+    def max_record_size(self) -> int:
+        """The largest record a fresh segment can take (room is kept for the blank marker)."""
+        return self.segment_size - END_FILE_MIN_BLANK_LENGTH
+
+    def segment_starts(self) -> list[int]:
+        return list(self._starts)
+
+    def _segment_for(self, offset: int) -> _Segment | None:
+        index = bisect.bisect_right(self._starts, offset) - 1
+        if index < 0:
+            return None
+        return self._segments[index]
+
+    # ---- appending -----------------------------------------------------------------------
+    def _new_segment(self, start: int) -> _Segment:
+        path = os.path.join(self.directory, f"{start:020d}")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        seg = _Segment(start, path, fd, 0, self.segment_size)
+        self._segments.append(seg)
+        self._starts.append(start)
+        self.dir_dirty = True
+        return seg
+
+    def _writable_segment(self) -> _Segment:
+        if not self._segments:
+            return self._new_segment(0)
+        last = self._segments[-1]
+        if last.full:
+            return self._new_segment(last.start + last.capacity)
+        return last
+
+    def append_batch(
+        self,
+        *,
+        topic: bytes,
+        queue_id: int,
+        queue_offset: int,
+        items: Sequence[tuple[bytes, bytes, int]],
+        born_timestamp: int,
+        born_host: tuple[bytes, int],
+        store_timestamp: int,
+        store_host: tuple[bytes, int],
+        reconsume_times: int,
+    ) -> list[tuple[int, int]]:
+        """Append one record per ``(body, properties, flag)``, with consecutive queue offsets.
+
+        Returns ``(physical offset, size)`` of each. One write per segment touched; on any
+        failure everything this call wrote is cut again, so the log is as before.
+        """
+        born_ip, born_port = born_host
+        store_ip, store_port = store_host
+        sysflag = (BORNHOST_V6_FLAG if len(born_ip) == 16 else 0) | (
+            STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0
+        )
+        header = _HEADERS[sysflag]
+        topic_part = _I16.pack(len(topic)) + topic
+        fixed = header.size + len(topic_part) + 2
+        mark = self.max_offset
+        placed: list[tuple[int, int]] = []
+        try:
+            seg = self._writable_segment()
+            limit = seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH
+            position = seg.start + seg.wrote
+            parts: list[bytes] = []
+            for index, (body, properties, flag) in enumerate(items):
+                size = fixed + len(body) + len(properties)
+                if position + size > limit:
+                    if size > self.max_record_size:
+                        raise ValueError(
+                            f"record of {size} bytes exceeds the segment size {self.segment_size}"
+                        )
+                    blank = seg.start + seg.capacity - position
+                    parts.append(_SIZE_MAGIC.pack(blank, BLANK_MAGIC_CODE))
+                    self._write(seg, b"".join(parts))
+                    seg.full = True
+                    seg = self._new_segment(seg.start + seg.capacity)
+                    limit = seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH
+                    position = seg.start
+                    parts = []
+                parts.append(
+                    header.pack(
+                        size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag,
+                        queue_offset + index, position, sysflag, born_timestamp, born_ip,
+                        born_port, store_timestamp, store_ip, store_port, reconsume_times, 0,
+                        len(body),
+                    )
+                )
+                parts.append(body)
+                parts.append(topic_part)
+                parts.append(_I16.pack(len(properties)))
+                parts.append(properties)
+                placed.append((position, size))
+                position += size
+            if parts:
+                self._write(seg, b"".join(parts))
+        except BaseException:
+            self.truncate(mark)
+            raise
+        return placed
+
+    def _write(self, seg: _Segment, data: bytes) -> None:
+        _pwrite_all(seg.fd, data, seg.wrote)
+        seg.wrote += len(data)
+
+    def truncate(self, offset: int) -> None:
+        """Drop everything at or after physical ``offset`` (files cut, later segments deleted)."""
+        while len(self._segments) > 1 and self._segments[-1].start >= offset:
+            self._destroy(self._segments.pop())
+            self._starts.pop()
+        if not self._segments:
+            return
+        seg = self._segments[-1]
+        relative = max(0, offset - seg.start)
+        if relative < seg.wrote:
+            self._truncate_file(seg, relative)
+            seg.full = False
+            seg.capacity = max(self.segment_size, relative)
+
+    def _truncate_file(self, seg: _Segment, size: int) -> None:
+        os.ftruncate(seg.fd, size)
+        seg.wrote = size
+
+    # ---- reading -------------------------------------------------------------------------
+    def read(self, offset: int, size: int) -> bytes | None:
+        """``size`` bytes at physical ``offset``, or None if they are not (all) on disk."""
+        seg = self._segment_for(offset)
+        if seg is None or size <= 0 or offset + size > seg.start + seg.wrote:
+            return None
+        data = os.pread(seg.fd, size, offset - seg.start)
+        return data if len(data) == size else None
+
+    def read_records(
+        self,
+        records: Sequence[tuple[int, int]],
+        *,
+        max_gap: int = 64 * 1024,
+        max_span: int = 4 * 1024 * 1024,
+    ) -> list[tuple[bytes, int] | None]:
+        """``(buffer, position)`` of each ``(offset, size)`` record, None where it is gone.
+
+        Records close together in one segment (the usual case: one queue's messages written in
+        batches) are read with a single ``pread`` covering them all.
+        """
+        out: list[tuple[bytes, int] | None] = []
+        count = len(records)
+        i = 0
+        while i < count:
+            offset, size = records[i]
+            seg = self._segment_for(offset)
+            seg_end = seg.start + seg.wrote if seg is not None else 0
+            if seg is None or offset + size > seg_end or size <= 0:
+                out.append(None)
+                i += 1
+                continue
+            span_end = offset + size
+            j = i + 1
+            while j < count:
+                nxt, nxt_size = records[j]
+                if (
+                    nxt < span_end
+                    or nxt - span_end > max_gap
+                    or nxt + nxt_size > seg_end
+                    or nxt + nxt_size - offset > max_span
+                ):
+                    break
+                span_end = nxt + nxt_size
+                j += 1
+            data = os.pread(seg.fd, span_end - offset, offset - seg.start)
+            for k in range(i, j):
+                at, length = records[k]
+                out.append((data, at - offset) if at - offset + length <= len(data) else None)
+            i = j
+        return out
+
+    def read_record(self, offset: int) -> bytes | None:
+        """The whole record at ``offset`` if one starts there (checked by magic and offset)."""
+        seg = self._segment_for(offset)
+        if seg is None or offset < self.min_offset:
+            return None
+        relative = offset - seg.start
+        available = seg.wrote - relative
+        if available < _MIN_RECORD_SIZE:
+            return None
+        data = os.pread(seg.fd, min(available, 4096), relative)
+        total, magic = _SIZE_MAGIC.unpack_from(data, 0)
+        if magic != MESSAGE_MAGIC_CODE or total < _MIN_RECORD_SIZE or total > available:
+            return None
+        if total > len(data):
+            data = os.pread(seg.fd, total, relative)
+        if _I64.unpack_from(data, 28)[0] != offset:
+            return None
+        return data[:total]
+
+    def read_store_timestamp(self, offset: int) -> int | None:
+        """STORETIMESTAMP of the record at ``offset`` (one small read)."""
+        # Every record is longer than the longest header prefix read here.
+        head = self.read(offset, _STORE_TS_POS[_HOST_FLAGS] + 8)
+        if head is None or _SIZE_MAGIC.unpack_from(head, 0)[1] != MESSAGE_MAGIC_CODE:
+            return None
+        sysflag = _I32.unpack_from(head, _SYSFLAG_POS)[0] & _HOST_FLAGS
+        value: int = _I64.unpack_from(head, _STORE_TS_POS[sysflag])[0]
+        return value
+
+    def iter_messages(self, offset: int, broker_name: str = "") -> Iterator[MessageExt]:
+        """Every message from physical ``offset`` (a record boundary) to the end, in order."""
+        offset = max(offset, self.min_offset)
+        while offset < self.max_offset:
+            seg = self._segment_for(offset)
+            if seg is None:
+                return
+            if offset >= seg.start + seg.wrote:
+                if not seg.full:
+                    return
+                offset = seg.start + seg.capacity
+                continue
+            head = os.pread(seg.fd, END_FILE_MIN_BLANK_LENGTH, offset - seg.start)
+            if len(head) < END_FILE_MIN_BLANK_LENGTH:
+                return
+            total, magic = _SIZE_MAGIC.unpack_from(head, 0)
+            if magic == BLANK_MAGIC_CODE:
+                offset = seg.start + seg.capacity
+                continue
+            data = self.read_record(offset)
+            if data is None:
+                return
+            yield decode_message(data, 0, broker_name)
+            offset += total
+
+    # ---- flushing and retention ----------------------------------------------------------
+    def fds_to_flush(self, flushed: int, target: int) -> list[int]:
+        """File descriptors holding bytes in ``[flushed, target)``, plus the directory's."""
+        fds = [
+            s.fd for s in self._segments if s.start + s.wrote > flushed and s.start < target
+        ]
+        if self.dir_dirty and self._dir_fd is not None:
+            fds.append(self._dir_fd)
+            self.dir_dirty = False
+        return fds
+
+    def delete_expired(self, now_ms: int, reserved_ms: int) -> list[int]:
+        """Delete the oldest segments last modified over ``reserved_ms`` ago; their starts.
+
+        Never the current (last) segment, and never one after a segment still kept: only a
+        prefix of the log goes (RocketMQ's ``deleteExpiredFileByTime``).
+        """
+        deleted: list[int] = []
+        while len(self._segments) > 1:
+            seg = self._segments[0]
+            modified_ms = os.fstat(seg.fd).st_mtime_ns // 1_000_000
+            if now_ms < modified_ms + reserved_ms:
+                break
+            self._destroy(self._segments.pop(0))
+            self._starts.pop(0)
+            deleted.append(seg.start)
+        return deleted
+
+    def _destroy(self, seg: _Segment) -> None:
+        os.close(seg.fd)
+        try:
+            os.unlink(seg.path)
+        except FileNotFoundError:
+            pass
+        self.dir_dirty = True
+
+    def close(self) -> None:
+        for seg in self._segments:
+            os.close(seg.fd)
+        self._segments.clear()
+        self._starts.clear()
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None

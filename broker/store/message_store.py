@@ -1,0 +1,918 @@
+"""``MessageStore``: the broker's message store (RocketMQ's ``DefaultMessageStore``).
+
+Theory of operation:
+
+- **Put.** ``put_messages`` appends a batch of messages for one (topic, queue id): under one
+  ``asyncio.Lock`` it takes the queue's next offset, encodes every record with ``struct`` and
+  writes them to the commit log with one write per segment touched, then writes their
+  consume-queue entries with one more write. Offsets are therefore dense and a batch is
+  consecutive. RocketMQ builds consume queues asynchronously from the commit log (its
+  ``ReputMessageService``); we write them in the same step, so a put is readable as soon as it
+  returns, and keep the asynchronous path for recovery only. Arrival listeners are then called
+  synchronously (the long-poll hold service answers parked pulls from there).
+- **Flush.** Writes go to the page cache at once. ``ASYNC_FLUSH``: a task fsyncs the commit log
+  every ``flush_interval_commit_log_ms``. ``SYNC_FLUSH``: a put returns only after an fsync
+  covering it (group commit: the flusher waits for requests, fsyncs once, wakes every request
+  whose offset the fsync covered; ``flush_count`` counts those fsyncs). A put not covered within
+  ``sync_flush_timeout_ms`` returns with ``FLUSH_DISK_TIMEOUT`` (its message is stored).
+  Consume queues are fsynced every ``flush_interval_consume_queue_ms``, after which the
+  *checkpoint* file records the commit-log offset below which every consume-queue entry is
+  durable. fsyncs run in a thread; the loop never waits on the disk.
+- **Recover** (in ``start``, in a thread). The commit log is scanned from the start of its last
+  three segments (RocketMQ's normal recovery), or from the checkpoint if that is older; every
+  record's magic, lengths, physical offset and body CRC are checked and the log is cut at the
+  first bad or torn record (files truncated, later segments deleted). Every valid record the
+  scan meets that its consume queue lacks is written to it (entries rebuilt); then consume-queue
+  entries that point past the commit log's end are cut. A record below the checkpoint whose
+  queue directory is gone is not rebuilt: its topic was deleted (``delete_topic_queues`` moves
+  the checkpoint past it at once).
+- **Retention.** Every ``clean_resource_interval_ms``: delete the oldest commit-log segments
+  last modified more than ``file_reserved_time_hours`` ago (by ``clock``), never the current
+  one, then consume-queue segments whose entries all point below the commit log's new start,
+  and move each queue's min offset to its first live entry. RocketMQ waits for its
+  ``deleteWhen`` hour (04) or a full disk; we delete as soon as files expire.
+- **Read.** ``get_messages`` reads consume-queue entries from ``offset``, filters them by tag
+  hash, reads the chosen records (neighbouring records with one ``pread``), re-checks the exact
+  tag (a hash collision is not a match) and returns ``MessageExt`` objects with the statuses
+  and ``next_begin_offset`` corrections of RocketMQ's ``getMessage`` on a master.
+- **Concurrency.** The store owns its tasks (flush, consume-queue flush, retention), started in
+  ``start`` and cancelled and awaited in ``shutdown``, which then flushes and closes the files.
+  Files are closed only when no fsync thread can still use their descriptors.
+
+``broker_name`` (a constructor argument, default ``""``) is copied into every ``MessageExt``
+read; a broker passes its own name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import struct
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, TypeVar
+
+import structlog
+
+from broker.store.commit_log import (
+    CommitLog,
+    DispatchRequest,
+    decode_message,
+    encode_properties,
+    record_size,
+    tags_string_to_tags_code,
+)
+from broker.store.config import MessageStoreConfig
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.message_id import create_message_id, parse_host
+from protocol.errors import (
+    InvalidArgument,
+    MessageIllegal,
+    MessageTooLarge,
+    MQError,
+    ServiceNotAvailable,
+)
+from protocol.message import Message, MessageConst, MessageExt
+from protocol.tags import SubscriptionExpression
+
+__all__ = [
+    "ArrivalListener",
+    "GetMessageResult",
+    "GetMessageStatus",
+    "MessageStore",
+    "PutMessageResult",
+    "PutMessageStatus",
+]
+
+log = structlog.get_logger("broker.store")
+
+T = TypeVar("T")
+
+# Scan at least this many consume-queue entries per read (RocketMQ's maxFilterMessageCount of
+# 16 000 bytes), so a pull through a long run of filtered-out messages still moves forward.
+MAX_FILTER_UNITS = 16_000 // 20
+# Recovery checks this many segments at the end of the commit log (RocketMQ: 3).
+RECOVER_SEGMENTS = 3
+_MAX_PROPERTIES_LENGTH = 32767  # an int16 length in the record
+_MAX_TOPIC_BYTES = 255  # a directory name
+_MAX_QUEUE_ID = 2**31 - 1
+
+# <root>/checkpoint: magic, commit-log offset below which every consume queue is durable, CRC.
+_CHECKPOINT = struct.Struct(">4sqI")
+_CHECKPOINT_MAGIC = b"CKP1"
+
+ArrivalListener = Callable[[str, int, int, int], None]
+"""``callback(topic, queue_id, max_offset, tags_code)``: called after each put (see put)."""
+
+
+class GetMessageStatus(Enum):
+    """RocketMQ's ``GetMessageStatus``."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+class PutMessageStatus(Enum):
+    """RocketMQ's ``PutMessageStatus`` (the values this store produces)."""
+
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+
+
+@dataclass(frozen=True, slots=True)
+class PutMessageResult:
+    """Where one stored message went."""
+
+    queue_offset: int
+    commit_log_offset: int
+    msg_id: str
+    store_timestamp: int
+    status: PutMessageStatus = PutMessageStatus.PUT_OK
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    """What one read of a queue found; ``next_begin_offset`` is where the next read starts."""
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt] = field(default_factory=list)
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)
+
+    @property
+    def buffer_total_size(self) -> int:
+        return sum(m.store_size for m in self.messages)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _fsync_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        os.fsync(fd)
+
+
+def _fsync_dirs(dirs: Sequence[str]) -> None:
+    for path in dirs:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _read_checkpoint(path: str) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_CHECKPOINT.size)
+    except FileNotFoundError:
+        return None
+    if len(data) != _CHECKPOINT.size:
+        return None
+    magic, offset, crc = _CHECKPOINT.unpack(data)
+    if magic != _CHECKPOINT_MAGIC or zlib.crc32(data[:12]) != crc or offset < 0:
+        return None
+    checkpoint: int = offset
+    return checkpoint
+
+
+def _write_checkpoint(path: str, offset: int) -> None:
+    head = _CHECKPOINT_MAGIC + struct.pack(">q", offset)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, _CHECKPOINT.pack(_CHECKPOINT_MAGIC, offset, zlib.crc32(head)), 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _storable_topic(topic: str) -> bool:
+    """Whether ``topic`` can name a consume-queue directory (the broker checks RocketMQ's rules)."""
+    return (
+        0 < len(topic.encode()) <= _MAX_TOPIC_BYTES
+        and "/" not in topic
+        and "\\" not in topic
+        and "\x00" not in topic
+        and topic not in (".", "..")
+    )
+
+
+class MessageStore:
+    """The commit log, the consume queues, and the tasks that flush and clean them."""
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        store_host: str = "127.0.0.1:10911",
+        clock: Callable[[], int] = _now_ms,
+        broker_name: str = "",
+    ) -> None:
+        self.config = config
+        self.store_host = store_host
+        try:
+            self._store_host = parse_host(store_host)
+        except ValueError as e:
+            raise ValueError(f"store_host must be an IP address and port: {e}") from e
+        self.broker_name = broker_name
+        self._clock = clock
+        self._commit_log = CommitLog(
+            config.store_path_commit_log, config.mapped_file_size_commit_log
+        )
+        self._consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self._put_lock = asyncio.Lock()
+        # Held while fsyncing or deleting files, so no descriptor is closed under a thread.
+        self._commit_log_lock = asyncio.Lock()
+        self._consume_queue_lock = asyncio.Lock()
+        self._dirty_queues: set[ConsumeQueue] = set()
+        self._dirs_to_sync: set[str] = set()
+        self._flushed_where = 0
+        self._checkpoint_offset = -1
+        self._last_physical_min_offset = 0
+        self._flush_requests: deque[tuple[int, asyncio.Future[bool]]] = deque()
+        self._flush_wakeup = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._inflight: set[asyncio.Future[Any]] = set()
+        self._listeners: list[ArrivalListener] = []
+        self._born_hosts: dict[str, tuple[bytes, int]] = {}
+        self._running = False
+        self._closed = False
+        self.flush_count = 0
+        """fsyncs of the commit log so far (group commit shares one among many puts)."""
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    async def start(self) -> None:
+        """Load and recover the files, then start the flush and retention tasks."""
+        if self._running or self._closed:
+            raise RuntimeError("a MessageStore starts once")
+        self.config.validate()
+        try:
+            await self._run_blocking(self._load_and_recover)
+        except BaseException:
+            await self._wait_inflight()  # cancelled: let the recovery thread finish first
+            self._close_files()
+            self._closed = True
+            raise
+        self._checkpoint_offset = self._commit_log.max_offset
+        self._last_physical_min_offset = self._commit_log.min_offset
+        self._running = True
+        if self.config.sync_flush:
+            self._spawn(self._group_commit_loop(), "store-group-commit")
+        else:
+            self._spawn(self._flush_commit_log_loop(), "store-flush-commit-log")
+        self._spawn(self._flush_consume_queue_loop(), "store-flush-consume-queue")
+        self._spawn(self._clean_loop(), "store-clean-expired")
+        log.info(
+            "message store started",
+            root=self.config.store_path_root_dir,
+            min_offset=self._commit_log.min_offset,
+            max_offset=self._commit_log.max_offset,
+            queues=sum(len(q) for q in self._consume_queue_table.values()),
+            flush_disk_type=self.config.flush_disk_type,
+        )
+
+    async def shutdown(self) -> None:
+        """Stop the tasks, flush everything, close the files. Idempotent."""
+        if self._closed:
+            return
+        self._running = False
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        try:
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._wait_inflight()
+            await self.flush()
+        finally:
+            self._tasks.clear()
+            self._finish_flush_requests(everything=True)
+            max_offset = self._commit_log.max_offset
+            if not self._inflight:  # else leak the descriptors rather than close them in use
+                self._close_files()
+            self._closed = True
+            log.info("message store shut down", max_offset=max_offset)
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("store task failed", task=task.get_name(), exc_info=task.exception())
+
+    def _check_running(self) -> None:
+        if not self._running:
+            raise ServiceNotAvailable("the message store is not running")
+
+    def _close_files(self) -> None:
+        for queues in self._consume_queue_table.values():
+            for cq in queues.values():
+                cq.close()
+        self._commit_log.close()
+
+    async def _run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` in a thread; if we are cancelled, the thread still finishes (tracked)."""
+        future = asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight_done)
+        return await asyncio.shield(future)
+
+    def _inflight_done(self, future: asyncio.Future[Any]) -> None:
+        self._inflight.discard(future)
+        if not future.cancelled():
+            future.exception()  # retrieved here; the awaiting caller may have gone
+
+    async def _wait_inflight(self) -> None:
+        if self._inflight:
+            await asyncio.wait(set(self._inflight))
+
+    # ---- recovery (blocking, in a thread, before any task runs) --------------------------
+    def _load_and_recover(self) -> None:
+        os.makedirs(self.config.store_path_consume_queue, exist_ok=True)
+        checkpoint = _read_checkpoint(self.config.store_checkpoint)
+        self._commit_log.load()
+        self._load_consume_queues()
+        starts = self._commit_log.segment_starts()
+        window = starts[-RECOVER_SEGMENTS] if len(starts) >= RECOVER_SEGMENTS else 0
+        logics_offset = self._commit_log.min_offset if checkpoint is None else checkpoint
+        rebuilt = [0]
+
+        def dispatch(request: DispatchRequest) -> None:
+            if self._dispatch_on_recovery(request, logics_offset):
+                rebuilt[0] += 1
+
+        self._commit_log.recover(min(window, logics_offset), dispatch)
+        end = self._commit_log.max_offset
+        min_offset = self._commit_log.min_offset
+        cut = 0
+        for queues in self._consume_queue_table.values():
+            for cq in queues.values():
+                dropped = cq.truncate_dirty(end)
+                if dropped:
+                    cut += dropped
+                    self._dirty_queues.add(cq)
+                cq.correct_min_offset(min_offset)
+        if rebuilt[0] or cut:
+            log.warning(
+                "consume queues recovered", rebuilt_entries=rebuilt[0], cut_entries=cut
+            )
+        _fsync_all(self._commit_log.fds_to_flush(min(window, logics_offset), end))
+        self._flushed_where = end
+        fds, dirs = self._take_dirty_queues()
+        _fsync_all(fds)
+        _fsync_dirs(sorted(dirs))
+        _write_checkpoint(self.config.store_checkpoint, end)
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.store_path_consume_queue
+        for topic in sorted(os.listdir(root)):
+            topic_dir = os.path.join(root, topic)
+            if not os.path.isdir(topic_dir) or not _storable_topic(topic):
+                continue
+            for name in os.listdir(topic_dir):
+                if not name.isdigit() or int(name) > _MAX_QUEUE_ID:
+                    continue
+                cq = ConsumeQueue(
+                    topic, int(name), os.path.join(topic_dir, name),
+                    self.config.mapped_file_size_consume_queue,
+                )
+                cq.load()
+                self._consume_queue_table.setdefault(topic, {})[int(name)] = cq
+
+    def _dispatch_on_recovery(self, request: DispatchRequest, logics_offset: int) -> bool:
+        """Index one scanned record if its queue lacks it; whether it did."""
+        cq = self._consume_queue_table.get(request.topic, {}).get(request.queue_id)
+        if cq is None:
+            if request.commit_log_offset < logics_offset or not _storable_topic(request.topic):
+                return False  # the queue was deleted after this record
+            cq = self._find_or_create_consume_queue(request.topic, request.queue_id)
+        if request.commit_log_offset < cq.max_physic_offset:
+            return False  # indexed already (or from before the queue was deleted and re-made)
+        if request.consume_queue_offset < cq.max_offset:
+            log.warning(
+                "commit log record conflicts with its consume queue, not indexed",
+                topic=request.topic,
+                queue_id=request.queue_id,
+                queue_offset=request.consume_queue_offset,
+                commit_log_offset=request.commit_log_offset,
+            )
+            return False
+        cq.append(
+            request.consume_queue_offset,
+            [(request.commit_log_offset, request.msg_size, request.tags_code)],
+        )
+        self._dirty_queues.add(cq)
+        return True
+
+    # ---- queues ---------------------------------------------------------------------------
+    def _find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        queues = self._consume_queue_table.get(topic)
+        return None if queues is None else queues.get(queue_id)
+
+    def _find_or_create_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queues = self._consume_queue_table.setdefault(topic, {})
+        cq = queues.get(queue_id)
+        if cq is None:
+            cq = ConsumeQueue(
+                topic,
+                queue_id,
+                os.path.join(self.config.store_path_consume_queue, topic, str(queue_id)),
+                self.config.mapped_file_size_consume_queue,
+            )
+            queues[queue_id] = cq
+        return cq
+
+    def _take_dirty_queues(self) -> tuple[list[int], set[str]]:
+        fds: list[int] = []
+        dirs = self._dirs_to_sync
+        self._dirs_to_sync = set()
+        for cq in self._dirty_queues:
+            queue_fds, queue_dirs = cq.take_dirty()
+            fds.extend(queue_fds)
+            dirs |= queue_dirs
+        self._dirty_queues = set()
+        return fds, dirs
+
+    def topics(self) -> list[str]:
+        """Topics that have at least one consume queue."""
+        return sorted(self._consume_queue_table)
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids of ``topic`` that have a consume queue, ascending."""
+        return sorted(self._consume_queue_table.get(topic, ()))
+
+    async def delete_topic_queues(self, topic: str) -> None:
+        """Delete every consume queue of ``topic`` (its commit-log records age out normally).
+
+        The checkpoint then moves past the records, so recovery will not index them again.
+        """
+        self._check_running()
+        async with self._consume_queue_lock:
+            queues = self._consume_queue_table.pop(topic, None)
+            if not queues:
+                return
+            for cq in queues.values():
+                self._dirty_queues.discard(cq)
+                cq.destroy()
+            shutil.rmtree(
+                os.path.join(self.config.store_path_consume_queue, topic), ignore_errors=True
+            )
+            self._dirs_to_sync.add(self.config.store_path_consume_queue)
+        log.info("topic consume queues deleted", topic=topic, queues=sorted(queues))
+        await self._flush_consume_queues()
+
+    # ---- put ------------------------------------------------------------------------------
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Call ``listener(topic, queue_id, max_offset, tags_code)`` after every put.
+
+        Called synchronously once per distinct tag hash in the batch, with the queue's new max
+        offset (the offset after the batch); an exception is logged, never raised to the put.
+        """
+        self._listeners.append(listener)
+
+    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        self._listeners.remove(listener)
+
+    def _born_host(self, born_host: str) -> tuple[bytes, int]:
+        cached = self._born_hosts.get(born_host)
+        if cached is None:
+            try:
+                cached = parse_host(born_host)
+            except ValueError:
+                # Not an IP address (a name, a unix socket): stored as 0.0.0.0:0.
+                cached = (bytes(4), 0)
+            if len(self._born_hosts) >= 4096:
+                self._born_hosts.clear()
+            self._born_hosts[born_host] = cached
+        return cached
+
+    def _encode(
+        self, topic: str, message: Message, fixed_size: int
+    ) -> tuple[bytes, bytes, int, int]:
+        """Validate one message: ``(body, properties, flag, tags code)``."""
+        body = message.body
+        if not body:
+            raise MessageIllegal(f"message body is empty (topic {topic})")
+        if len(body) > self.config.max_message_size:
+            raise MessageTooLarge(
+                f"message body size {len(body)} bytes exceeds the maximum message size "
+                f"{self.config.max_message_size} bytes (topic {topic})"
+            )
+        tags = message.tags
+        if message.properties or message.keys or message.delay_time_level > 0:
+            merged = dict(message.properties)
+            if tags:
+                merged[MessageConst.PROPERTY_TAGS] = tags
+            if message.keys:
+                merged[MessageConst.PROPERTY_KEYS] = message.keys
+            if message.delay_time_level > 0:
+                merged[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(message.delay_time_level)
+            tags = merged.get(MessageConst.PROPERTY_TAGS) or None
+            text = encode_properties(merged)
+            if text.count("\x01") != len(merged) or text.count("\x02") != len(merged):
+                raise MessageIllegal(
+                    "message property names and values must not contain \\x01 or \\x02"
+                )
+        elif tags:
+            if "\x01" in tags or "\x02" in tags:
+                raise MessageIllegal("message tags must not contain \\x01 or \\x02")
+            text = f"{MessageConst.PROPERTY_TAGS}\x01{tags}\x02"
+        else:
+            text = ""
+        properties = text.encode()
+        if len(properties) > _MAX_PROPERTIES_LENGTH:
+            raise MessageIllegal(
+                f"message properties are {len(properties)} bytes, over the limit "
+                f"{_MAX_PROPERTIES_LENGTH} (topic {topic})"
+            )
+        if fixed_size + len(body) + len(properties) > self._commit_log.max_record_size:
+            raise MessageTooLarge(
+                f"message of {fixed_size + len(body) + len(properties)} bytes does not fit a "
+                f"commit log segment of {self.config.mapped_file_size_commit_log} bytes"
+            )
+        return body, properties, message.flag, tags_string_to_tags_code(tags)
+
+    async def put_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        messages: list[Message],
+        *,
+        born_host: str,
+        born_timestamp: int,
+        reconsume_times: int = 0,
+    ) -> list[PutMessageResult]:
+        """Store ``messages`` consecutively in queue ``queue_id`` of ``topic`` (one batch).
+
+        ``topic`` is where they go (each message's own topic field is not consulted). Raises
+        ``MessageIllegal`` (empty body, bad properties) or ``MessageTooLarge`` before anything
+        is written; under ``SYNC_FLUSH`` returns after the fsync (or ``FLUSH_DISK_TIMEOUT``).
+        """
+        self._check_running()
+        if not messages:
+            return []
+        if not _storable_topic(topic):
+            raise InvalidArgument(f"topic {topic!r} cannot be stored")
+        if not 0 <= queue_id <= _MAX_QUEUE_ID:
+            raise InvalidArgument(f"queue id {queue_id} is out of range")
+        topic_bytes = topic.encode()
+        born = self._born_host(born_host)
+        sysflag_hosts = (0x10 if len(born[0]) == 16 else 0) | (
+            0x20 if len(self._store_host[0]) == 16 else 0
+        )
+        fixed = record_size(sysflag_hosts, 0, len(topic_bytes), 0)
+        encoded = [self._encode(topic, m, fixed) for m in messages]
+        flushed: asyncio.Future[bool] | None = None
+        async with self._put_lock:
+            self._check_running()
+            cq = self._find_or_create_consume_queue(topic, queue_id)
+            queue_offset = cq.max_offset
+            store_timestamp = self._clock()
+            mark = self._commit_log.max_offset
+            try:
+                placed = self._commit_log.append_batch(
+                    topic=topic_bytes,
+                    queue_id=queue_id,
+                    queue_offset=queue_offset,
+                    items=[(body, props, flag) for body, props, flag, _ in encoded],
+                    born_timestamp=born_timestamp,
+                    born_host=born,
+                    store_timestamp=store_timestamp,
+                    store_host=self._store_host,
+                    reconsume_times=reconsume_times,
+                )
+                try:
+                    cq.append(
+                        queue_offset,
+                        [
+                            (offset, size, item[3])
+                            for (offset, size), item in zip(placed, encoded, strict=True)
+                        ],
+                    )
+                except BaseException:
+                    self._commit_log.truncate(mark)
+                    raise
+            except OSError as e:
+                log.error("store write failed", topic=topic, queue_id=queue_id, error=str(e))
+                raise MQError(f"the message store could not write: {e}") from e
+            self._dirty_queues.add(cq)
+            if self.config.sync_flush:
+                flushed = self._request_flush(self._commit_log.max_offset)
+        ip, port = self._store_host
+        results = [
+            PutMessageResult(
+                queue_offset + i, offset, create_message_id(ip, port, offset), store_timestamp
+            )
+            for i, (offset, _) in enumerate(placed)
+        ]
+        self._notify_arrival(topic, queue_id, queue_offset + len(results), encoded)
+        if flushed is not None and not await self._wait_flushed(flushed):
+            results = [replace(r, status=PutMessageStatus.FLUSH_DISK_TIMEOUT) for r in results]
+        return results
+
+    def _notify_arrival(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        encoded: list[tuple[bytes, bytes, int, int]],
+    ) -> None:
+        if not self._listeners:
+            return
+        for tags_code in dict.fromkeys(item[3] for item in encoded):
+            for listener in self._listeners:
+                try:
+                    listener(topic, queue_id, max_offset, tags_code)
+                except Exception:
+                    log.exception("message arrival listener failed", topic=topic, queue_id=queue_id)
+
+    # ---- flush ----------------------------------------------------------------------------
+    def _request_flush(self, offset: int) -> asyncio.Future[bool]:
+        """A future set to True once the commit log is durable up to ``offset``."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if self._flushed_where >= offset:
+            future.set_result(True)
+        else:
+            self._flush_requests.append((offset, future))
+            self._flush_wakeup.set()
+        return future
+
+    async def _wait_flushed(self, future: asyncio.Future[bool]) -> bool:
+        try:
+            async with asyncio.timeout(self.config.sync_flush_timeout_ms / 1000):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            log.warning("flush disk timeout", timeout_ms=self.config.sync_flush_timeout_ms)
+            return False
+
+    def _finish_flush_requests(self, *, everything: bool = False) -> None:
+        requests = self._flush_requests
+        while requests and (everything or requests[0][0] <= self._flushed_where):
+            offset, future = requests.popleft()
+            if not future.done():
+                future.set_result(offset <= self._flushed_where)
+
+    async def _flush_commit_log(self) -> None:
+        async with self._commit_log_lock:
+            target = self._commit_log.max_offset
+            fds = self._commit_log.fds_to_flush(self._flushed_where, target)
+            if fds:
+                await self._run_blocking(_fsync_all, fds)
+                self.flush_count += 1
+            self._flushed_where = max(self._flushed_where, target)
+        self._finish_flush_requests()
+
+    async def _flush_consume_queues(self) -> None:
+        async with self._consume_queue_lock:
+            target = self._commit_log.max_offset
+            queues = set(self._dirty_queues)
+            fds, dirs = self._take_dirty_queues()
+            if not fds and not dirs and target == self._checkpoint_offset:
+                return
+            try:
+                await self._run_blocking(self._sync_consume_queues, fds, sorted(dirs), target)
+            except BaseException:
+                for cq in queues:  # fsync them all again next time
+                    cq.mark_all_dirty()
+                self._dirty_queues |= queues
+                self._dirs_to_sync |= dirs
+                raise
+            self._checkpoint_offset = target
+
+    def _sync_consume_queues(self, fds: list[int], dirs: list[str], target: int) -> None:
+        _fsync_all(fds)
+        _fsync_dirs(dirs)
+        _write_checkpoint(self.config.store_checkpoint, target)
+
+    async def flush(self) -> None:
+        """fsync the commit log, then the consume queues and the checkpoint."""
+        await self._flush_commit_log()
+        await self._flush_consume_queues()
+
+    async def _group_commit_loop(self) -> None:
+        """SYNC_FLUSH: one fsync for every put that asked since the last one."""
+        while True:
+            await self._flush_wakeup.wait()
+            self._flush_wakeup.clear()
+            try:
+                await self._flush_commit_log()
+            except OSError as e:
+                log.error("commit log fsync failed", error=str(e))
+                await asyncio.sleep(self.config.flush_interval_commit_log_ms / 1000)
+                if self._flush_requests:
+                    self._flush_wakeup.set()
+
+    async def _flush_commit_log_loop(self) -> None:
+        """ASYNC_FLUSH: fsync what was written, every ``flush_interval_commit_log_ms``."""
+        while True:
+            await asyncio.sleep(self.config.flush_interval_commit_log_ms / 1000)
+            try:
+                await self._flush_commit_log()
+            except OSError as e:
+                log.error("commit log fsync failed", error=str(e))
+
+    async def _flush_consume_queue_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.flush_interval_consume_queue_ms / 1000)
+            try:
+                await self._flush_consume_queues()
+            except OSError as e:
+                log.error("consume queue fsync failed", error=str(e))
+
+    # ---- retention ------------------------------------------------------------------------
+    async def _clean_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.clean_resource_interval_ms / 1000)
+            try:
+                await self.delete_expired_files()
+            except OSError as e:
+                log.error("deleting expired files failed", error=str(e))
+
+    async def delete_expired_files(self) -> int:
+        """One retention pass (see the module notes); how many commit-log segments went."""
+        reserved_ms = self.config.file_reserved_time_hours * 3_600_000
+        async with self._commit_log_lock:
+            deleted = self._commit_log.delete_expired(self._clock(), reserved_ms)
+        min_offset = self._commit_log.min_offset
+        if deleted:
+            log.info(
+                "expired commit log segments deleted",
+                segments=[f"{s:020d}" for s in deleted],
+                min_offset=min_offset,
+            )
+        if min_offset > self._last_physical_min_offset:
+            async with self._consume_queue_lock:
+                for queues in self._consume_queue_table.values():
+                    for cq in queues.values():
+                        cq.delete_expired(min_offset)
+            self._last_physical_min_offset = min_offset
+        return len(deleted)
+
+    # ---- read -----------------------------------------------------------------------------
+    def get_messages(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int,
+        max_bytes: int | None,
+        expression: SubscriptionExpression | None,
+    ) -> GetMessageResult:
+        """Read up to ``max_nums`` messages (and ``max_bytes``, but at least one) from ``offset``.
+
+        ``group`` is accepted for RocketMQ's signature (statistics); it does not change the
+        answer. ``expression`` None or ``*`` takes every message.
+        """
+        self._check_running()
+        cq = self._find_consume_queue(topic, queue_id)
+        if cq is None:
+            status = (
+                GetMessageStatus.NO_MESSAGE_IN_QUEUE
+                if _storable_topic(topic) and 0 <= queue_id <= _MAX_QUEUE_ID
+                else GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+            )
+            return GetMessageResult(status, 0, 0, 0)
+        min_offset, max_offset = cq.min_offset, cq.max_offset
+        if max_offset == 0:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if offset < min_offset:
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset
+            )
+        if offset == max_offset:
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset
+            )
+        if offset > max_offset:
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
+            )
+        units = cq.read_units(offset, max(MAX_FILTER_UNITS, max_nums))
+        if units is None:
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_FOUND_NULL,
+                cq.roll_next_file(offset),
+                min_offset,
+                max_offset,
+            )
+        if expression is not None and expression.matches_all:
+            expression = None
+        max_nums = max(1, max_nums)
+        physical_min = self._commit_log.min_offset
+        chosen: list[tuple[int, int]] = []
+        total = 0
+        scanned = 0
+        for physical, size, tags_code in struct.iter_unpack(">qiq", units):
+            if len(chosen) >= max_nums or (
+                max_bytes is not None and chosen and total + size > max_bytes
+            ):
+                break
+            scanned += 1
+            if size <= 0 or physical < physical_min:
+                continue  # a blank, or a message already deleted
+            if expression is not None and not expression.matches_code(tags_code):
+                continue
+            chosen.append((physical, size))
+            total += size
+        messages: list[MessageExt] = []
+        removed = False
+        broker_name = self.broker_name
+        for found in self._commit_log.read_records(chosen):
+            if found is None:
+                removed = True
+                continue
+            message = decode_message(found[0], found[1], broker_name)
+            if expression is not None and not expression.matches_tags(message.tags):
+                continue  # a tag-hash collision
+            messages.append(message)
+        if messages:
+            status = GetMessageStatus.FOUND
+        elif removed:
+            status = GetMessageStatus.MESSAGE_WAS_REMOVING
+        else:
+            status = GetMessageStatus.NO_MATCHED_MESSAGE
+        return GetMessageResult(status, offset + scanned, min_offset, max_offset, messages)
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        """The queue's first offset whose message is still stored (0 for an unknown queue)."""
+        cq = self._find_consume_queue(topic, queue_id)
+        return 0 if cq is None else cq.min_offset
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        """The offset the queue's next message will get (0 for an unknown queue)."""
+        cq = self._find_consume_queue(topic, queue_id)
+        return 0 if cq is None else cq.max_offset
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first offset stored at or after ``timestamp_ms`` (max offset if none is)."""
+        self._check_running()
+        cq = self._find_consume_queue(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(timestamp_ms, self._commit_log.read_store_timestamp)
+
+    def get_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int | None:
+        """Store timestamp (ms) of the message at ``offset``; None if there is none."""
+        self._check_running()
+        cq = self._find_consume_queue(topic, queue_id)
+        if cq is None or not cq.min_offset <= offset < cq.max_offset:
+            return None
+        unit = cq.get_unit(offset)
+        return None if unit is None else self._commit_log.read_store_timestamp(unit[0])
+
+    def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
+        """The message stored at ``commit_log_offset`` (e.g. from a decoded message id)."""
+        self._check_running()
+        data = self._commit_log.read_record(commit_log_offset)
+        return None if data is None else decode_message(data, 0, self.broker_name)
+
+    def is_head_in_memory(self, topic: str, queue_id: int) -> bool:
+        """Stand-in for RocketMQ's "is message 0 still in the page cache".
+
+        True while the queue has messages, its min offset is 0 and so the segment holding
+        message 0 has not been deleted. A broker uses it to answer a new group's first offset
+        query (start from 0, or let the client apply its ConsumeFromWhere).
+        """
+        cq = self._find_consume_queue(topic, queue_id)
+        return cq is not None and cq.min_offset == 0 < cq.max_offset
+
+    @property
+    def commit_log_min_offset(self) -> int:
+        return self._commit_log.min_offset
+
+    @property
+    def commit_log_max_offset(self) -> int:
+        return self._commit_log.max_offset
+
+    @property
+    def commit_log(self) -> CommitLog:
+        """The commit log itself (read-only use: ``iter_messages``, ``segment_starts``)."""
+        return self._commit_log
