@@ -39,7 +39,11 @@ async def wait_until(
 
 
 def wait_until_sync(
-    condition: Callable[[], bool], *, timeout: float = 10.0, interval: float = 0.05, message: str = "condition"
+    condition: Callable[[], bool],
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.05,
+    message: str = "condition",
 ) -> None:
     """Blocking variant for process tests."""
     deadline = time.monotonic() + timeout

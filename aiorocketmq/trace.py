@@ -1,0 +1,77 @@
+"""Protocol trace: components record what happens; a JSONL file or a callback receives it.
+
+The event names are a table (``EVENTS``) so tests, the trace checker and the demo's narration
+read the same words. Recording is off unless a sink is installed, and costs one attribute test
+then. Every record carries ``ts`` (ms, wall clock), ``event`` and the ids as fields.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["EVENTS", "Tracer", "tracer"]
+
+# event -> what it means (and who records it).
+EVENTS: dict[str, str] = {
+    "channel_opened": "broker: a client opened its channel stream",
+    "channel_closed": "broker: a channel ended; the client left its groups",
+    "heartbeat": "broker: a client's heartbeat registered or refreshed its groups",
+    "consumer_table_changed": "broker: a group's channels or topics changed (CHANGE)",
+    "notify_sent": "broker: NOTIFY_CONSUMER_IDS_CHANGED pushed to a channel",
+    "notify_received": "consumer: NOTIFY_CONSUMER_IDS_CHANGED arrived",
+    "rebalance_result": "consumer: the strategy's allocation for a topic",
+    "queue_added": "consumer: a queue became ours (new process queue and pull request)",
+    "queue_dropped": "consumer: a queue is no longer ours (offset persisted, queue removed)",
+    "queue_acquired": "consumer (fenced): the broker granted a queue with an epoch",
+    "queue_released": "consumer (fenced): we released a queue with its final offset",
+    "pull": "consumer: a pull returned messages",
+    "offset_commit": "consumer: offsets committed to a broker",
+    "consumed": "consumer: the listener consumed a message",
+}
+
+
+class Tracer:
+    """Where trace records go: nowhere (default), a JSONL file, and/or callbacks."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self._file: TextIO | None = None
+        self._callbacks: list[Callable[[dict[str, Any]], None]] = []
+
+    def record(self, event: str, **fields: Any) -> None:
+        if not self.enabled:
+            return
+        if event not in EVENTS:
+            raise ValueError(f"unknown trace event {event!r}")
+        rec = {"ts": int(time.time() * 1000), "event": event, **fields}
+        if self._file is not None:
+            self._file.write(json.dumps(rec, default=str) + "\n")
+        for cb in list(self._callbacks):
+            cb(rec)
+
+    def to_file(self, path: Path) -> None:
+        self.close_file()
+        self._file = path.open("a", buffering=1)
+        self.enabled = True
+
+    def close_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.enabled = bool(self._callbacks)
+
+    def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        self._callbacks.append(callback)
+        self.enabled = True
+
+    def unsubscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        if callback in self._callbacks:
+            self._callbacks.remove(callback)
+        self.enabled = bool(self._callbacks) or self._file is not None
+
+
+tracer = Tracer()

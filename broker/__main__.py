@@ -1,0 +1,70 @@
+"""``mqbroker`` / ``python -m broker``: run one broker until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import structlog
+
+from aiorocketmq.logs import configure_logging
+from aiorocketmq.runtime import run
+from broker.broker_controller import BrokerController
+from broker.config import load_settings
+
+__all__ = ["main"]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="mqbroker", description="Run an aiorocketmq broker.")
+    p.add_argument("-n", "--namesrv-addr", help="name servers, host:port[;host:port]")
+    p.add_argument("--listen", help="host:port to serve on (default 127.0.0.1:10911; port 0 = any)")
+    p.add_argument("--store-dir", help="store root directory (default ~/store)")
+    p.add_argument("--broker-name", help="broker name (default broker-a)")
+    p.add_argument("--cluster", help="cluster name (default DefaultCluster)")
+    p.add_argument(
+        "-c", "--config", type=Path, help="TOML settings file (RocketMQ names in snake_case)"
+    )
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    broker_config, store_config = load_settings(
+        args.config,
+        namesrv_addr=args.namesrv_addr,
+        listen=args.listen,
+        store_path_root_dir=args.store_dir,
+        broker_name=args.broker_name,
+        broker_cluster_name=args.cluster,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    broker = BrokerController(broker_config, store_config)
+    await broker.start()
+    print(f"The broker[{broker_config.broker_name}, {broker.address}] boot success.", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await broker.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        return run(serve(args))
+    except (ValueError, OSError) as e:
+        structlog.get_logger("broker").error("the broker failed to start", error=str(e))
+        print(f"mqbroker: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

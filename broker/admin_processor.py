@@ -1,0 +1,66 @@
+"""Administration: UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO."""
+
+from __future__ import annotations
+
+from broker.config import BrokerConfig
+from broker.store import MessageStore
+from broker.topic_config_manager import TopicConfig, TopicConfigManager
+from protocol.errors import InvalidArgument, TopicNotFound
+from protocol.message_queue import MessageQueue
+from protocol.v1 import broker_pb2
+from protocol.validators import check_topic
+
+__all__ = ["AdminProcessor"]
+
+
+class AdminProcessor:
+    """Topic administration (a change re-registers with the name servers through the manager)."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        store: MessageStore,
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.store = store
+
+    def update_and_create_topic(
+        self, request: broker_pb2.UpdateAndCreateTopicRequest
+    ) -> broker_pb2.UpdateAndCreateTopicResponse:
+        if not request.HasField("topic_config"):
+            raise InvalidArgument("topic_config is required")
+        config = TopicConfig.from_proto(request.topic_config)
+        self.topics.update_topic_config(config)
+        return broker_pb2.UpdateAndCreateTopicResponse()
+
+    def get_all_topic_config(self) -> broker_pb2.GetAllTopicConfigResponse:
+        return broker_pb2.GetAllTopicConfigResponse(
+            topic_configs=[c.to_proto() for _, c in sorted(self.topics.topic_config_table.items())]
+        )
+
+    def get_topic_stats_info(
+        self, request: broker_pb2.GetTopicStatsInfoRequest
+    ) -> broker_pb2.GetTopicStatsInfoResponse:
+        check_topic(request.topic)
+        config = self.topics.select_topic_config(request.topic)
+        if config is None:
+            raise TopicNotFound(
+                f"topic[{request.topic}] not exist on broker {self.config.broker_name}"
+            )
+        response = broker_pb2.GetTopicStatsInfoResponse()
+        for qid in range(max(config.read_queue_nums, config.write_queue_nums)):
+            max_offset = self.store.get_max_offset(request.topic, qid)
+            last = (
+                self.store.get_store_timestamp(request.topic, qid, max_offset - 1)
+                if max_offset > 0
+                else 0
+            )
+            response.offsets.add(
+                message_queue=MessageQueue(request.topic, self.config.broker_name, qid).to_proto(),
+                min_offset=self.store.get_min_offset(request.topic, qid),
+                max_offset=max_offset,
+                last_update_timestamp=last or 0,
+            )
+        return response

@@ -1,0 +1,241 @@
+"""``BrokerController``: the broker component; owns its parts, its tasks and its gRPC server.
+
+``start()`` loads the store and the config files, serves gRPC, registers with every name server
+and starts the timers: name-server registration (30 s), consumer-offset flush (5 s), client
+channel scan (10 s, 120 s expiry), delayed delivery. ``shutdown()`` unregisters from the name
+servers, stops serving, cancels and awaits every task and flushes what it keeps on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import TracebackType
+
+import grpc
+import structlog
+
+from broker.admin_processor import AdminProcessor
+from broker.client_processor import ClientManageProcessor
+from broker.config import BrokerConfig
+from broker.long_polling import PullRequestHoldService
+from broker.offset_processor import OffsetProcessor
+from broker.pull_processor import PullMessageProcessor
+from broker.schedule import SCHEDULE_TOPIC, ScheduleMessageService
+from broker.send_processor import SendMessageProcessor
+from broker.store import MessageStore, MessageStoreConfig
+from broker.topic_config_manager import TopicConfigManager
+from nameserver.client import NameServerClient
+from protocol.errors import MQError
+from protocol.perm import PermName
+from protocol.rpc import new_server
+from protocol.v1 import broker_pb2_grpc
+
+__all__ = ["AUTO_CREATE_TOPIC_KEY_TOPIC", "BrokerController"]
+
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+
+log = structlog.get_logger("broker")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BrokerController:
+    """A broker: store, topics, consumer groups, and the gRPC service over them."""
+
+    def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig) -> None:
+        self.config = config
+        self.store_config = store_config
+        self.store_root = Path(store_config.store_path_root_dir)
+        self.server: grpc.aio.Server | None = None
+        self.port = 0
+        self.address = ""
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._register_now = asyncio.Event()
+        self.namesrv: NameServerClient | None = None
+        self.registered_count = 0
+        self.running = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind, load, serve, register, and start the timers."""
+        from broker.service import BrokerService  # the servicer imports this module's types
+
+        host = self.config.listen.rpartition(":")[0] or "127.0.0.1"
+        self.server = new_server()
+        broker_pb2_grpc.add_BrokerServicer_to_server(BrokerService(self), self.server)
+        try:
+            self.port = self.server.add_insecure_port(self.config.listen)
+        except RuntimeError as e:
+            raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self.config.listen}")
+        self.address = f"{self.config.broker_ip1 or host}:{self.port}"
+        self.store = MessageStore(
+            self.store_config, store_host=self.address, broker_name=self.config.broker_name
+        )
+        self.topics = TopicConfigManager(
+            self.store_root, default_topic_queue_nums=self.config.default_topic_queue_nums
+        )
+        self.topics.load()
+        if self.config.auto_create_topic_enable:
+            # The default topic's route tells producers which brokers auto-create topics.
+            self.topics.create_topic_if_absent(
+                AUTO_CREATE_TOPIC_KEY_TOPIC, self.config.default_topic_queue_nums, PermName(7)
+            )
+        self.topics.on_change = self._register_now.set
+        self.hold = PullRequestHoldService()
+        self.schedule = ScheduleMessageService(
+            self.store,
+            self.store_root,
+            self.config.delay_levels_ms(),
+            check_interval_ms=self.config.schedule_check_interval_ms,
+        )
+        self.client = ClientManageProcessor(
+            self.config, self.topics, self.store, self.schedule, self.store_root
+        )
+        self.store.add_arrival_listener(self.hold.notify_message_arriving)
+        self.store.add_arrival_listener(self.schedule.on_message_arriving)
+        self.send = SendMessageProcessor(self.config, self.topics, self.store, self.schedule)
+        self.pull = PullMessageProcessor(
+            self.config,
+            self.topics,
+            self.store,
+            self.hold,
+            self.client,
+            self.client.offsets,
+            self.client.grants,
+        )
+        self.offset = OffsetProcessor(
+            self.config, self.topics, self.store, self.client.offsets, self.client.grants
+        )
+        self.admin = AdminProcessor(self.config, self.topics, self.store)
+
+        await self.store.start()
+        await self.server.start()
+        await self.schedule.start()
+        self._spawn(
+            self._every(self.config.flush_consumer_offset_interval_ms, self.client.persist_offsets),
+            "offset-flush",
+        )
+        self._spawn(
+            self._every(
+                self.config.client_channel_scan_interval_ms, self.client.scan_not_active_channel
+            ),
+            "channel-scan",
+        )
+        if self.config.namesrv_addr:
+            self.namesrv = NameServerClient(self.config.namesrv_addr)
+            try:
+                await self.register_broker_all()
+            except MQError as e:  # the name server may come later: keep trying every period
+                log.warning("register broker to name server failed", error=str(e))
+            self._spawn(self._register_loop(), "namesrv-register")
+        self.running = True
+        log.info(
+            "the broker boot success",
+            broker_name=self.config.broker_name,
+            cluster=self.config.broker_cluster_name,
+            address=self.address,
+            namesrv_addr=self.config.namesrv_addr,
+            store=str(self.store_root),
+        )
+
+    async def shutdown(self) -> None:
+        """Unregister, stop serving, stop the timers, flush. Idempotent."""
+        if not self.running:
+            return
+        self.running = False
+        if self.namesrv is not None:
+            try:
+                await self.namesrv.unregister_broker(
+                    cluster_name=self.config.broker_cluster_name,
+                    broker_name=self.config.broker_name,
+                    broker_id=self.config.broker_id,
+                    broker_addr=self.address,
+                )
+            except MQError as e:
+                log.warning("unregister broker failed", error=str(e))
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self.hold.wake_all()
+        self.client.close_all_channels()
+        if self.server is not None:
+            await self.server.stop(grace=0.5)
+        await self.schedule.shutdown()
+        self.client.offsets.persist()
+        await self.store.shutdown()
+        if self.namesrv is not None:
+            await self.namesrv.close()
+        log.info("the broker shutdown", broker_name=self.config.broker_name)
+
+    async def __aenter__(self) -> BrokerController:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+
+    # ---- name servers ----------------------------------------------------------------------
+    async def register_broker_all(self) -> None:
+        """REGISTER_BROKER to every name server, with every topic but internal ones."""
+        if self.namesrv is None:
+            return
+        topic_configs = [
+            c.to_proto()
+            for name, c in sorted(self.topics.topic_config_table.items())
+            if name != SCHEDULE_TOPIC
+        ]
+        await self.namesrv.register_broker(
+            cluster_name=self.config.broker_cluster_name,
+            broker_name=self.config.broker_name,
+            broker_id=self.config.broker_id,
+            broker_addr=self.address,
+            topic_configs=topic_configs,
+            data_version=self.topics.data_version,
+            timeout=self.config.register_broker_timeout_ms / 1000,
+        )
+        self.registered_count += 1
+
+    async def _register_loop(self) -> None:
+        period = self.config.register_name_server_period_ms / 1000
+        while True:
+            try:
+                async with asyncio.timeout(period):
+                    await self._register_now.wait()
+            except TimeoutError:
+                pass
+            self._register_now.clear()
+            try:
+                await self.register_broker_all()
+            except MQError as e:
+                log.warning("register broker to name server failed", error=str(e))
+
+    # ---- timers ----------------------------------------------------------------------------
+    def _spawn(self, coro: Awaitable[None], name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._tasks.add(task)
+
+    async def _every(self, period_ms: int, action: Callable[[], Awaitable[None] | None]) -> None:
+        while True:
+            await asyncio.sleep(period_ms / 1000)
+            try:
+                result = action()
+                if result is not None:
+                    await result
+            except Exception:
+                log.exception(
+                    "broker timer failed", action=getattr(action, "__name__", str(action))
+                )

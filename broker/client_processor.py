@@ -1,0 +1,531 @@
+"""``ClientManageProcessor``: the broker half of the rebalance protocol, over the pure core.
+
+It keeps the channels (one per ``OpenChannel`` stream) and turns requests into calls on
+``ConsumerManager`` (consumer_table / channel_info_table), ``RebalanceLockManager``
+(LOCK_BATCH_MQ), ``QueueGrantManager`` (the fenced handoff) and ``ConsumerOffsetManager``.
+A channel's end (client exit, cancel, lost connection) runs the channel-close path at once:
+the channel leaves every group, each group it left is notified, and its grants vanish.
+Also: consumer id lists, send-back for retry / dead letter, connections and consume stats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from pathlib import Path
+
+import structlog
+
+from aiorocketmq.trace import tracer
+from broker.client.channel import Channel
+from broker.client.consumer_manager import (
+    ClientChannelInfo,
+    ConsumerGroupEvent,
+    ConsumerManager,
+    DefaultConsumerIdsChangeListener,
+)
+from broker.client.producer_manager import ProducerManager
+from broker.client.queue_grants import QueueGrantManager
+from broker.client.rebalance_lock_manager import RebalanceLockManager
+from broker.client.subscription_data import SubscriptionData
+from broker.config import BrokerConfig
+from broker.offset.consumer_offset_manager import ConsumerOffsetManager
+from broker.schedule import ScheduleMessageService
+from broker.store import MessageStore
+from broker.topic_config_manager import TopicConfigManager
+from protocol.errors import (
+    ChannelNotFound,
+    InvalidArgument,
+    QueryNotFound,
+    SubscriptionGroupNotExist,
+)
+from protocol.message import Message, MessageConst
+from protocol.message_queue import MessageQueue
+from protocol.perm import PermName
+from protocol.tags import SubscriptionExpression, parse_expression
+from protocol.v1 import broker_pb2, common_pb2
+from protocol.validators import check_group, check_topic, dlq_topic, retry_topic
+
+__all__ = ["ClientManageProcessor"]
+
+log = structlog.get_logger("broker.client")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ClientManageProcessor:
+    """Channels, heartbeats, groups, locks, grants, offsets and retries of clients."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        store: MessageStore,
+        schedule: ScheduleMessageService,
+        store_root: Path,
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.store = store
+        self.schedule = schedule
+        self.channels: dict[str, Channel] = {}
+        self._ids = itertools.count(1)
+        self.consumer_manager = ConsumerManager(
+            channel_expired_timeout_ms=config.channel_expired_timeout_ms
+        )
+        self.listener = DefaultConsumerIdsChangeListener(config.notify_consumer_ids_changed_enable)
+        self.consumer_manager.append_consumer_ids_change_listener(self.listener)
+        self.consumer_manager.append_consumer_ids_change_listener(_TraceListener(config))
+        self.producer_manager = ProducerManager()
+        self.locks = RebalanceLockManager(lock_max_live_ms=config.rebalance_lock_max_live_time_ms)
+        self.grants = QueueGrantManager(epoch_base=_now_ms())
+        self.offsets = ConsumerOffsetManager(store_root)
+        self.offsets.load()
+
+    # ---- channels --------------------------------------------------------------------------
+    def open_channel(self, request: broker_pb2.OpenChannelRequest, peer: str) -> Channel:
+        if not request.client_id:
+            raise InvalidArgument("client_id is required to open a channel")
+        channel_id = f"{self.config.broker_name}-{next(self._ids)}-{_now_ms()}"
+        channel = Channel(
+            channel_id,
+            request.client_id,
+            peer,
+            language=request.language or "PYTHON",
+            version=request.version,
+            opened_at=_now_ms(),
+        )
+        self.channels[channel_id] = channel
+        log.info(
+            "channel opened", channel_id=channel_id, client_id=request.client_id, remote_addr=peer
+        )
+        tracer.record(
+            "channel_opened",
+            broker=self.config.broker_name,
+            channel_id=channel_id,
+            client_id=request.client_id,
+        )
+        return channel
+
+    def close_channel(self, channel: Channel) -> None:
+        """The channel-close path (RocketMQ's ``doChannelCloseEvent``), run when a stream ends."""
+        if self.channels.pop(channel.channel_id, None) is None:
+            return
+        channel.close()
+        groups = self.consumer_manager.do_channel_close_event(channel.remote_addr, channel)
+        self.producer_manager.do_channel_close_event(channel.remote_addr, channel)
+        self._release_grants_of(channel.channel_id)
+        tracer.record(
+            "channel_closed",
+            broker=self.config.broker_name,
+            channel_id=channel.channel_id,
+            client_id=channel.client_id,
+            groups=groups,
+        )
+        log.info(
+            "channel closed",
+            channel_id=channel.channel_id,
+            client_id=channel.client_id,
+            remote_addr=channel.remote_addr,
+            groups=groups,
+        )
+
+    def close_all_channels(self) -> None:
+        for channel in list(self.channels.values()):
+            channel.close()
+        self.channels.clear()
+
+    def _channel(self, channel_id: str) -> Channel:
+        channel = self.channels.get(channel_id)
+        if channel is None:
+            raise ChannelNotFound(
+                f"channel {channel_id!r} is not open on broker {self.config.broker_name}; "
+                "open one with OpenChannel first"
+            )
+        return channel
+
+    def scan_not_active_channel(self) -> None:
+        """Housekeeping (every 10 s): drop channels silent past the expiry (120 s)."""
+        now = _now_ms()
+        expired = self.consumer_manager.scan_not_active_channel(
+            now, notify=self.config.notify_consumer_ids_changed_on_channel_expiry
+        )
+        for _, info in self.producer_manager.scan_not_active_channel(now):
+            expired.append(("", info))
+        for _, info in expired:
+            channel = info.channel
+            if channel.channel_id in self.channels and not self._channel_in_use(channel):
+                self.channels.pop(channel.channel_id, None)
+                channel.close()
+                self._release_grants_of(channel.channel_id)
+
+    def _channel_in_use(self, channel: Channel) -> bool:
+        return any(
+            channel in g.channel_info_table for g in self.consumer_manager.consumer_table.values()
+        )
+
+    # ---- heartbeat and membership ----------------------------------------------------------
+    def _group_notify_enabled(self, group: str) -> bool:
+        return group not in self.config.groups_with_notify_disabled
+
+    def heartbeat(self, request: broker_pb2.HeartbeatRequest) -> broker_pb2.HeartbeatResponse:
+        """HEART_BEAT: register or refresh every group of the client on this channel."""
+        channel = self._channel(request.channel_id)
+        data = request.heartbeat
+        client_id = data.client_id or channel.client_id
+        now = _now_ms()
+        for i, consumer in enumerate(data.consumer_data_set):
+            check_group(consumer.group_name)
+            for j, sub in enumerate(consumer.subscription_data_set):
+                try:
+                    check_topic(sub.topic)
+                except InvalidArgument as e:
+                    raise InvalidArgument(
+                        f"consumer_data_set[{i}].subscription_data_set[{j}].topic: {e.message}"
+                    ) from None
+        for producer in data.producer_data_set:
+            check_group(producer.group_name)
+        info = ClientChannelInfo.for_channel(channel, client_id, now=now)
+        for consumer in data.consumer_data_set:
+            group = consumer.group_name
+            if consumer.message_model != common_pb2.BROADCASTING:
+                self.topics.create_topic_if_absent(
+                    retry_topic(group), self.config.retry_queue_nums, PermName.READ | PermName.WRITE
+                )
+            subs = [SubscriptionData.from_proto(s) for s in consumer.subscription_data_set]
+            changed = self.consumer_manager.register_consumer(
+                group,
+                info,
+                consumer.consume_type,
+                consumer.message_model,
+                consumer.consume_from_where,
+                subs,
+                self._group_notify_enabled(group),
+                now,
+            )
+            tracer.record(
+                "heartbeat",
+                broker=self.config.broker_name,
+                group=group,
+                client_id=client_id,
+                changed=changed,
+            )
+            if changed:
+                log.info(
+                    "new consumer connected or subscription changed",
+                    group=group,
+                    client_id=client_id,
+                    channel_id=channel.channel_id,
+                )
+        for producer in data.producer_data_set:
+            self.producer_manager.register_producer(producer.group_name, info, now)
+        return broker_pb2.HeartbeatResponse()
+
+    def unregister_client(
+        self, request: broker_pb2.UnregisterClientRequest
+    ) -> broker_pb2.UnregisterClientResponse:
+        """UNREGISTER_CLIENT: a graceful leave; the group is notified."""
+        channel = self._channel(request.channel_id)
+        info = ClientChannelInfo.for_channel(
+            channel, request.client_id or channel.client_id, now=_now_ms()
+        )
+        if request.producer_group:
+            self.producer_manager.unregister_producer(request.producer_group, info)
+        if request.consumer_group:
+            check_group(request.consumer_group)
+            self.consumer_manager.unregister_consumer(
+                request.consumer_group, info, self._group_notify_enabled(request.consumer_group)
+            )
+        return broker_pb2.UnregisterClientResponse()
+
+    def registered_subscription(
+        self, group: str, topic: str
+    ) -> tuple[SubscriptionExpression, int] | None:
+        """For pulls: the group's registered expression for ``topic`` and its version."""
+        sub = self.consumer_manager.find_subscription_data(group, topic)
+        if sub is None:
+            return None
+        return parse_expression(sub.sub_string), sub.sub_version
+
+    def get_consumer_list_by_group(
+        self, request: broker_pb2.GetConsumerListByGroupRequest
+    ) -> broker_pb2.GetConsumerListByGroupResponse:
+        check_group(request.consumer_group)
+        info = self.consumer_manager.get_consumer_group_info(request.consumer_group)
+        if info is None or not info.channel_info_table:
+            raise SubscriptionGroupNotExist(f"no consumer for this group, {request.consumer_group}")
+        return broker_pb2.GetConsumerListByGroupResponse(consumer_id_list=info.get_all_client_id())
+
+    # ---- locks and grants ------------------------------------------------------------------
+    def _queues(self, mqs: list[common_pb2.MessageQueue]) -> list[MessageQueue]:
+        result = []
+        for i, m in enumerate(mqs):
+            check_topic(m.topic)
+            if m.broker_name != self.config.broker_name:
+                raise InvalidArgument(
+                    f"mq_set[{i}] is on broker {m.broker_name!r}, not {self.config.broker_name!r}"
+                )
+            config = self.topics.select_topic_config(m.topic)
+            if config is None:
+                from protocol.errors import TopicNotFound
+
+                raise TopicNotFound(
+                    f"topic[{m.topic}] not exist on broker {self.config.broker_name}"
+                )
+            if not 0 <= m.queue_id < max(config.read_queue_nums, config.write_queue_nums):
+                from protocol.errors import OffsetOutOfRange
+
+                raise OffsetOutOfRange(
+                    f"mq_set[{i}].queue_id {m.queue_id} is out of range for topic {m.topic}"
+                )
+            result.append(MessageQueue.from_proto(m))
+        return result
+
+    def lock_batch_mq(self, request: broker_pb2.LockBatchRequest) -> broker_pb2.LockBatchResponse:
+        check_group(request.consumer_group)
+        if not request.client_id:
+            raise InvalidArgument("client_id is required to lock queues")
+        mqs = self._queues(list(request.mq_set))
+        locked = self.locks.try_lock_batch(
+            request.consumer_group, mqs, request.client_id, _now_ms()
+        )
+        return broker_pb2.LockBatchResponse(lock_ok_mq_set=[mq.to_proto() for mq in sorted(locked)])
+
+    def unlock_batch_mq(
+        self, request: broker_pb2.UnlockBatchRequest
+    ) -> broker_pb2.UnlockBatchResponse:
+        check_group(request.consumer_group)
+        mqs = self._queues(list(request.mq_set))
+        self.locks.unlock_batch(request.consumer_group, mqs, request.client_id)
+        return broker_pb2.UnlockBatchResponse()
+
+    def acquire_queues(
+        self, request: broker_pb2.AcquireQueuesRequest
+    ) -> broker_pb2.AcquireQueuesResponse:
+        check_group(request.consumer_group)
+        self._channel(request.channel_id)
+        mqs = self._queues(list(request.mq_set))
+        result = self.grants.acquire(
+            request.consumer_group, request.client_id, request.channel_id, mqs
+        )
+        response = broker_pb2.AcquireQueuesResponse()
+        for mq, epoch in result.granted:
+            committed = self.offsets.query_offset(request.consumer_group, mq.topic, mq.queue_id)
+            response.granted.add(
+                message_queue=mq.to_proto(), epoch=epoch, committed_offset=committed
+            )
+        for mq, holder, epoch in result.denied:
+            response.denied.add(message_queue=mq.to_proto(), holder_client_id=holder, epoch=epoch)
+        return response
+
+    def release_queues(
+        self, request: broker_pb2.ReleaseQueuesRequest, peer: str
+    ) -> broker_pb2.ReleaseQueuesResponse:
+        check_group(request.consumer_group)
+        group = request.consumer_group
+        finals: dict[MessageQueue, int] = {}
+        pairs = []
+        mqs = self._queues([r.message_queue for r in request.releases])
+        for mq, r in zip(mqs, request.releases, strict=True):
+            finals[mq] = r.final_offset
+            pairs.append((mq, r.epoch))
+
+        def commit_final(mq: MessageQueue) -> None:
+            if finals[mq] >= 0:
+                self.offsets.commit_offset(peer, group, mq.topic, mq.queue_id, finals[mq])
+
+        released = self.grants.release(group, request.client_id, pairs, commit=commit_final)
+        for mq in released:
+            self._push_queue_released(group, mq)
+        return broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
+
+    def _release_grants_of(self, channel_id: str) -> None:
+        for group, mq in self.grants.release_channel(channel_id):
+            self._push_queue_released(group, mq)
+
+    def _push_queue_released(self, group: str, mq: MessageQueue) -> None:
+        info = self.consumer_manager.get_consumer_group_info(group)
+        if info is None:
+            return
+        event = broker_pb2.ChannelEvent(
+            queue_released=broker_pb2.QueueReleased(
+                consumer_group=group, message_queue=mq.to_proto()
+            )
+        )
+        for channel in info.get_all_channels():
+            channel.offer(event)
+
+    # ---- retries ---------------------------------------------------------------------------
+    async def consumer_send_msg_back(
+        self, request: broker_pb2.ConsumerSendMsgBackRequest, peer: str
+    ) -> broker_pb2.ConsumerSendMsgBackResponse:
+        """CONSUMER_SEND_MSG_BACK: retry later on %RETRY%group, or dead-letter on %DLQ%group."""
+        group = request.group
+        check_group(group)
+        if request.commit_log_offset < 0:
+            raise InvalidArgument(
+                f"commit_log_offset must be >= 0, got {request.commit_log_offset}"
+            )
+        msg = self.store.look_message_by_offset(request.commit_log_offset)
+        if msg is None or (
+            request.origin_msg_id
+            and request.origin_msg_id
+            not in (msg.msg_id, msg.properties.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID))
+        ):
+            raise QueryNotFound(
+                f"no message at commit log offset {request.commit_log_offset}"
+                + (f" with id {request.origin_msg_id}" if request.origin_msg_id else "")
+                + f" on broker {self.config.broker_name}"
+            )
+        properties = dict(msg.properties)
+        properties.setdefault(MessageConst.PROPERTY_RETRY_TOPIC, request.origin_topic or msg.topic)
+        properties.setdefault(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
+        max_times = request.max_reconsume_times or self.config.max_reconsume_times
+        reconsume = msg.reconsume_times
+        delay_level = request.delay_level
+        if reconsume >= max_times or delay_level < 0:
+            target = dlq_topic(group)
+            self.topics.create_topic_if_absent(target, 1, PermName.READ | PermName.WRITE)
+            delay_level = 0
+        else:
+            target = retry_topic(group)
+            self.topics.create_topic_if_absent(
+                target, self.config.retry_queue_nums, PermName.READ | PermName.WRITE
+            )
+            if delay_level == 0:
+                delay_level = 3 + reconsume
+        properties[MessageConst.PROPERTY_RECONSUME_TIME] = str(reconsume + 1)
+        properties[MessageConst.PROPERTY_MAX_RECONSUME_TIMES] = str(max_times)
+        config = self.topics.select_topic_config(target)
+        queue_id = 0 if config is None else int(time.monotonic_ns()) % config.write_queue_nums
+        message = Message(
+            topic=target,
+            body=msg.body,
+            tags=msg.tags,
+            keys=msg.keys,
+            flag=msg.flag,
+            properties=properties,
+            delay_time_level=delay_level,
+        )
+        await self.schedule.put_delayed_or_now(
+            message,
+            queue_id,
+            born_host=msg.born_host or peer,
+            born_timestamp=msg.born_timestamp,
+            reconsume_times=reconsume + 1,
+        )
+        log.info(
+            "consumer send message back",
+            group=group,
+            target_topic=target,
+            msg_id=msg.msg_id,
+            reconsume_times=reconsume + 1,
+            delay_level=delay_level,
+        )
+        return broker_pb2.ConsumerSendMsgBackResponse(
+            target_topic=target, reconsume_times=reconsume + 1
+        )
+
+    # ---- administration --------------------------------------------------------------------
+    def get_consumer_connection_list(
+        self, request: broker_pb2.GetConsumerConnectionListRequest
+    ) -> broker_pb2.ConsumerConnection:
+        check_group(request.consumer_group)
+        info = self.consumer_manager.get_consumer_group_info(request.consumer_group)
+        if info is None:
+            raise SubscriptionGroupNotExist(
+                f"the consumer group[{request.consumer_group}] not online"
+            )
+        response = broker_pb2.ConsumerConnection(
+            consume_type=info.consume_type,
+            message_model=info.message_model,
+            consume_from_where=info.consume_from_where,
+        )
+        for cci in info.channel_info_table.values():
+            response.connections.add(
+                client_id=cci.client_id,
+                client_addr=cci.channel.remote_addr,
+                language=cci.language,
+                version=cci.version,
+                last_update_timestamp=cci.last_update_timestamp,
+            )
+        for _, sub in sorted(info.subscription_table.items()):
+            response.subscriptions.append(sub.to_proto())
+        return response
+
+    def get_consume_stats(
+        self, request: broker_pb2.GetConsumeStatsRequest
+    ) -> broker_pb2.ConsumeStats:
+        group = request.consumer_group
+        check_group(group)
+        info = self.consumer_manager.get_consumer_group_info(group)
+        if request.topic:
+            topics = [request.topic]
+        else:
+            topics = sorted(
+                set(info.subscription_table)
+                if info
+                else set() | set(self.offsets.which_topic_by_consumer(group))
+            )
+        if not topics:
+            raise SubscriptionGroupNotExist(
+                f"the consumer group[{group}] has no subscription or offset here"
+            )
+        now = _now_ms()
+        response = broker_pb2.ConsumeStats()
+        for topic in topics:
+            config = self.topics.select_topic_config(topic)
+            if config is None:
+                continue
+            for qid in range(config.read_queue_nums):
+                mq = MessageQueue(topic, self.config.broker_name, qid)
+                grant = self.grants.holder(group, mq)
+                holder = (
+                    grant.client_id if grant else (self.locks.get_lock_holder(group, mq, now) or "")
+                )
+                max_offset = self.store.get_max_offset(topic, qid)
+                consumer_offset = self.offsets.query_offset(group, topic, qid)
+                last = 0
+                if consumer_offset > 0:
+                    last = self.store.get_store_timestamp(topic, qid, consumer_offset - 1) or 0
+                response.queues.add(
+                    message_queue=mq.to_proto(),
+                    broker_offset=max_offset,
+                    consumer_offset=consumer_offset,
+                    last_timestamp=last,
+                    holder_client_id=holder,
+                )
+        return response
+
+    async def persist_offsets(self) -> None:
+        await asyncio.to_thread(self.offsets.persist)
+
+
+class _TraceListener:
+    """Records each CHANGE of a group (and whether it is pushed to the group's channels)."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+
+    def handle(self, event: ConsumerGroupEvent, group: str, *args: object) -> None:
+        if event is not ConsumerGroupEvent.CHANGE or not tracer.enabled:
+            return
+        raw = args[0] if args else ()
+        channels = (
+            [c for c in raw if isinstance(c, Channel)] if isinstance(raw, list | tuple) else []
+        )
+        clients = sorted(c.client_id for c in channels)
+        tracer.record(
+            "consumer_table_changed", broker=self.config.broker_name, group=group, clients=clients
+        )
+        if self.config.notify_consumer_ids_changed_enable:
+            for c in channels:
+                tracer.record(
+                    "notify_sent",
+                    broker=self.config.broker_name,
+                    group=group,
+                    client_id=c.client_id,
+                )

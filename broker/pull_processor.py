@@ -1,0 +1,216 @@
+"""``PullMessageProcessor``: PULL_MESSAGE with RocketMQ's checks, statuses and long polling.
+
+Checks, in order (spec 4.4): broker readable; names legal; topic exists and is readable; queue
+id within the read queues; offset and count not negative; the subscription (the request's own
+when ``has_subscription``, else the one the group's heartbeat registered, which must not be
+older than the pull's ``sub_version``); in the fenced handoff, the epoch. Then the piggybacked
+commit offset is applied (first arrival only), the store is read, and an empty answer is held
+by the ``PullRequestHoldService`` until a message arrives or the suspend timeout passes.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from broker.config import BrokerConfig
+from broker.long_polling import PullRequestHoldService
+from broker.store import GetMessageResult, GetMessageStatus, MessageStore
+from broker.topic_config_manager import TopicConfigManager
+from protocol.errors import (
+    InvalidArgument,
+    NoPermission,
+    OffsetOutOfRange,
+    SubscriptionNotExist,
+    SubscriptionNotLatest,
+    TopicNotFound,
+)
+from protocol.message_queue import MessageQueue
+from protocol.perm import PermName
+from protocol.tags import SubscriptionExpression, parse_expression
+from protocol.v1 import broker_pb2
+from protocol.validators import check_group, check_topic
+
+__all__ = ["DEFAULT_PULL_BATCH_SIZE", "DEFAULT_SUSPEND_TIMEOUT_MS", "PullMessageProcessor"]
+
+DEFAULT_PULL_BATCH_SIZE = 32
+DEFAULT_SUSPEND_TIMEOUT_MS = 15_000
+
+
+class SubscriptionLookup(Protocol):
+    """What the pull needs from the consumer groups: the registered expression and version."""
+
+    def registered_subscription(
+        self, group: str, topic: str
+    ) -> tuple[SubscriptionExpression, int] | None: ...
+
+
+class EpochCheck(Protocol):
+    """Fenced handoff: raise ``QueueFenced`` unless ``epoch`` is the queue's current one."""
+
+    def check_epoch(self, group: str, mq: MessageQueue, epoch: int) -> None: ...
+
+
+class OffsetCommitter(Protocol):
+    def commit_offset(
+        self, client_host: str, group: str, topic: str, queue_id: int, offset: int
+    ) -> None: ...
+
+
+_NOT_FOUND_STATUSES = {
+    GetMessageStatus.OFFSET_FOUND_NULL,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE,
+}
+
+
+def to_pull_status(result: GetMessageResult, request_offset: int) -> int:
+    """The store's status as the client sees it (RocketMQ's response code, then PullStatus)."""
+    status = result.status
+    if status is GetMessageStatus.FOUND:
+        return broker_pb2.FOUND
+    if status is GetMessageStatus.NO_MATCHED_MESSAGE:
+        return broker_pb2.NO_MATCHED_MSG
+    if status in (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE):
+        return broker_pb2.OFFSET_ILLEGAL if request_offset != 0 else broker_pb2.NO_NEW_MSG
+    if status in _NOT_FOUND_STATUSES:
+        return broker_pb2.NO_NEW_MSG
+    return broker_pb2.OFFSET_ILLEGAL
+
+
+class PullMessageProcessor:
+    """Answers pulls, holding empty ones for long polling."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        store: MessageStore,
+        hold: PullRequestHoldService,
+        subscriptions: SubscriptionLookup,
+        offsets: OffsetCommitter,
+        fences: EpochCheck,
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.store = store
+        self.hold = hold
+        self.subscriptions = subscriptions
+        self.offsets = offsets
+        self.fences = fences
+        self.pull_offset_table: dict[tuple[str, str, int], int] = {}
+
+    def _expression(self, request: broker_pb2.PullMessageRequest) -> SubscriptionExpression:
+        if request.has_subscription:
+            if request.expression_type not in ("", "TAG"):
+                raise InvalidArgument(
+                    f"expression_type {request.expression_type!r} is not supported; use TAG"
+                )
+            return parse_expression(request.sub_expression)
+        registered = self.subscriptions.registered_subscription(
+            request.consumer_group, request.topic
+        )
+        if registered is None:
+            raise SubscriptionNotExist(
+                f"the consumer's subscription not exist, group: {request.consumer_group}, "
+                f"topic: {request.topic} (send a heartbeat first)"
+            )
+        expression, sub_version = registered
+        if sub_version < request.sub_version:
+            raise SubscriptionNotLatest(
+                f"the consumer's subscription not latest, group: {request.consumer_group}, "
+                f"topic: {request.topic}, broker has {sub_version}, pull has {request.sub_version}"
+            )
+        return expression
+
+    def _validate(self, request: broker_pb2.PullMessageRequest) -> None:
+        if not PermName.is_readable(self.config.broker_permission):
+            raise NoPermission(
+                f"the broker[{self.config.broker_name}] pulling message is forbidden"
+            )
+        check_group(request.consumer_group)
+        check_topic(request.topic)
+        config = self.topics.select_topic_config(request.topic)
+        if config is None:
+            raise TopicNotFound(f"topic[{request.topic}] not exist, apply first please")
+        if not PermName.is_readable(config.perm):
+            raise NoPermission(f"the topic[{request.topic}] pulling message is forbidden")
+        if not 0 <= request.queue_id < config.read_queue_nums:
+            raise OffsetOutOfRange(
+                f"queueId[{request.queue_id}] is illegal, topic:[{request.topic}] "
+                f"topicConfig.readQueueNums:[{config.read_queue_nums}]"
+            )
+        if request.queue_offset < 0:
+            raise InvalidArgument(f"queue_offset must be >= 0, got {request.queue_offset}")
+        if request.max_msg_nums < 0 or request.max_msg_bytes < 0:
+            raise InvalidArgument(
+                f"max_msg_nums and max_msg_bytes must be >= 0, got {request.max_msg_nums} "
+                f"and {request.max_msg_bytes}"
+            )
+        if request.suspend_timeout_millis < 0:
+            raise InvalidArgument(
+                f"suspend_timeout_millis must be >= 0, got {request.suspend_timeout_millis}"
+            )
+
+    def _read(
+        self, request: broker_pb2.PullMessageRequest, expression: SubscriptionExpression
+    ) -> tuple[int, GetMessageResult]:
+        max_nums = min(
+            request.max_msg_nums or DEFAULT_PULL_BATCH_SIZE, self.config.max_pull_msg_nums
+        )
+        result = self.store.get_messages(
+            request.consumer_group,
+            request.topic,
+            request.queue_id,
+            request.queue_offset,
+            max_nums,
+            request.max_msg_bytes or None,
+            None if expression.matches_all else expression,
+        )
+        return to_pull_status(result, request.queue_offset), result
+
+    async def pull(
+        self, request: broker_pb2.PullMessageRequest, peer: str
+    ) -> broker_pb2.PullMessageResponse:
+        """One pull: validate, commit the piggybacked offset, read, hold while empty."""
+        self._validate(request)
+        expression = self._expression(request)
+        if request.epoch:
+            mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
+            self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+        if request.commit_offset_enabled:
+            self.offsets.commit_offset(
+                peer, request.consumer_group, request.topic, request.queue_id, request.commit_offset
+            )
+        status, result = self._read(request, expression)
+        if status == broker_pb2.NO_NEW_MSG and request.suspend:
+            timeout_ms = (
+                (request.suspend_timeout_millis or DEFAULT_SUSPEND_TIMEOUT_MS)
+                if self.config.long_polling_enable
+                else self.config.short_polling_time_mills
+            )
+            arrived = await self.hold.suspend(
+                request.topic,
+                request.queue_id,
+                request.queue_offset,
+                None if expression.matches_all else expression,
+                timeout_ms / 1000,
+            )
+            if arrived:
+                if request.epoch:  # the queue may have moved while we waited
+                    mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
+                    self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+                status, result = self._read(request, expression)
+        self.pull_offset_table[(request.consumer_group, request.topic, request.queue_id)] = (
+            result.next_begin_offset
+        )
+        response = broker_pb2.PullMessageResponse(
+            status=status,  # type: ignore[arg-type]
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        )
+        if status == broker_pb2.FOUND:
+            broker_name = self.config.broker_name
+            for msg in result.messages:
+                msg.broker_name = broker_name
+                response.messages.append(msg.to_proto())
+        return response

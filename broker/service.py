@@ -1,0 +1,182 @@
+"""``BrokerService``: the gRPC servicer; each RPC delegates to the processor that owns it.
+
+Every unary method is wrapped by ``protocol.rpc.guard``: typed errors become gRPC statuses with
+a RocketMQ response code, anything unexpected becomes INTERNAL, and the broker keeps serving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import grpc
+import structlog
+
+from protocol.rpc import guard
+from protocol.v1 import broker_pb2, broker_pb2_grpc
+
+if TYPE_CHECKING:
+    from broker.broker_controller import BrokerController
+
+__all__ = ["BrokerService"]
+
+log = structlog.get_logger("broker.service")
+
+Ctx = grpc.aio.ServicerContext
+
+
+class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
+    """The Broker service of proto/broker.proto."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.b = broker
+
+    # ---- the client channel ----------------------------------------------------------------
+    async def OpenChannel(
+        self, request: broker_pb2.OpenChannelRequest, context: Ctx
+    ) -> AsyncIterator[broker_pb2.ChannelEvent]:
+        """The channel: first ChannelOpened, then pushed events until the stream ends."""
+        client = self.b.client
+        try:
+            channel = client.open_channel(request, context.peer())
+        except Exception as e:
+            from protocol.errors import MQError
+            from protocol.rpc import abort_with
+
+            await abort_with(context, e if isinstance(e, MQError) else MQError(repr(e)))
+            return
+        try:
+            yield broker_pb2.ChannelEvent(
+                opened=broker_pb2.ChannelOpened(
+                    channel_id=channel.channel_id,
+                    broker_name=self.b.config.broker_name,
+                    broker_addr=self.b.address,
+                )
+            )
+            async for event in channel.events():
+                yield event
+        finally:
+            client.close_channel(channel)
+
+    # ---- consumer groups -------------------------------------------------------------------
+    @guard
+    async def Heartbeat(
+        self, request: broker_pb2.HeartbeatRequest, context: Ctx
+    ) -> broker_pb2.HeartbeatResponse:
+        return self.b.client.heartbeat(request)
+
+    @guard
+    async def UnregisterClient(
+        self, request: broker_pb2.UnregisterClientRequest, context: Ctx
+    ) -> broker_pb2.UnregisterClientResponse:
+        return self.b.client.unregister_client(request)
+
+    @guard
+    async def GetConsumerListByGroup(
+        self, request: broker_pb2.GetConsumerListByGroupRequest, context: Ctx
+    ) -> broker_pb2.GetConsumerListByGroupResponse:
+        return self.b.client.get_consumer_list_by_group(request)
+
+    @guard
+    async def LockBatchMQ(
+        self, request: broker_pb2.LockBatchRequest, context: Ctx
+    ) -> broker_pb2.LockBatchResponse:
+        return self.b.client.lock_batch_mq(request)
+
+    @guard
+    async def UnlockBatchMQ(
+        self, request: broker_pb2.UnlockBatchRequest, context: Ctx
+    ) -> broker_pb2.UnlockBatchResponse:
+        return self.b.client.unlock_batch_mq(request)
+
+    @guard
+    async def AcquireQueues(
+        self, request: broker_pb2.AcquireQueuesRequest, context: Ctx
+    ) -> broker_pb2.AcquireQueuesResponse:
+        return self.b.client.acquire_queues(request)
+
+    @guard
+    async def ReleaseQueues(
+        self, request: broker_pb2.ReleaseQueuesRequest, context: Ctx
+    ) -> broker_pb2.ReleaseQueuesResponse:
+        return self.b.client.release_queues(request, context.peer())
+
+    # ---- the data path ---------------------------------------------------------------------
+    @guard
+    async def SendMessage(
+        self, request: broker_pb2.SendMessageRequest, context: Ctx
+    ) -> broker_pb2.SendMessageResponse:
+        return await self.b.send.send(request, context.peer())
+
+    @guard
+    async def PullMessage(
+        self, request: broker_pb2.PullMessageRequest, context: Ctx
+    ) -> broker_pb2.PullMessageResponse:
+        return await self.b.pull.pull(request, context.peer())
+
+    @guard
+    async def ConsumerSendMsgBack(
+        self, request: broker_pb2.ConsumerSendMsgBackRequest, context: Ctx
+    ) -> broker_pb2.ConsumerSendMsgBackResponse:
+        return await self.b.client.consumer_send_msg_back(request, context.peer())
+
+    @guard
+    async def QueryConsumerOffset(
+        self, request: broker_pb2.QueryConsumerOffsetRequest, context: Ctx
+    ) -> broker_pb2.QueryConsumerOffsetResponse:
+        return self.b.offset.query_consumer_offset(request)
+
+    @guard
+    async def UpdateConsumerOffset(
+        self, request: broker_pb2.UpdateConsumerOffsetRequest, context: Ctx
+    ) -> broker_pb2.UpdateConsumerOffsetResponse:
+        return self.b.offset.update_consumer_offset(request, context.peer())
+
+    @guard
+    async def GetMinOffset(
+        self, request: broker_pb2.QueueOffsetRequest, context: Ctx
+    ) -> broker_pb2.QueueOffsetResponse:
+        return self.b.offset.min_offset(request)
+
+    @guard
+    async def GetMaxOffset(
+        self, request: broker_pb2.QueueOffsetRequest, context: Ctx
+    ) -> broker_pb2.QueueOffsetResponse:
+        return self.b.offset.max_offset(request)
+
+    @guard
+    async def SearchOffsetByTimestamp(
+        self, request: broker_pb2.SearchOffsetRequest, context: Ctx
+    ) -> broker_pb2.QueueOffsetResponse:
+        return self.b.offset.search_offset(request)
+
+    # ---- administration --------------------------------------------------------------------
+    @guard
+    async def UpdateAndCreateTopic(
+        self, request: broker_pb2.UpdateAndCreateTopicRequest, context: Ctx
+    ) -> broker_pb2.UpdateAndCreateTopicResponse:
+        return self.b.admin.update_and_create_topic(request)
+
+    @guard
+    async def GetAllTopicConfig(
+        self, request: broker_pb2.GetAllTopicConfigRequest, context: Ctx
+    ) -> broker_pb2.GetAllTopicConfigResponse:
+        return self.b.admin.get_all_topic_config()
+
+    @guard
+    async def GetTopicStatsInfo(
+        self, request: broker_pb2.GetTopicStatsInfoRequest, context: Ctx
+    ) -> broker_pb2.GetTopicStatsInfoResponse:
+        return self.b.admin.get_topic_stats_info(request)
+
+    @guard
+    async def GetConsumerConnectionList(
+        self, request: broker_pb2.GetConsumerConnectionListRequest, context: Ctx
+    ) -> broker_pb2.ConsumerConnection:
+        return self.b.client.get_consumer_connection_list(request)
+
+    @guard
+    async def GetConsumeStats(
+        self, request: broker_pb2.GetConsumeStatsRequest, context: Ctx
+    ) -> broker_pb2.ConsumeStats:
+        return self.b.client.get_consume_stats(request)

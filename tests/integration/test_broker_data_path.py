@@ -1,0 +1,245 @@
+"""The broker's data path over real gRPC: send, pull (long polling, tags), offsets, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from aiorocketmq.local_cluster import LocalCluster
+from protocol.broker_connections import BrokerConnections
+from protocol.errors import RESPONSE_CODE_KEY
+from protocol.v1 import broker_pb2, common_pb2
+from tests.helpers import wait_until
+
+FAST = {"register_name_server_period_ms": 200, "flush_consumer_offset_interval_ms": 100}
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(tmp_path, brokers=1, broker_overrides=FAST) as c:
+        yield c
+
+
+@pytest.fixture
+async def stub(cluster: LocalCluster) -> AsyncIterator[Any]:
+    conns = BrokerConnections()
+    yield conns.stub(cluster.broker_list[0].address)
+    await conns.close()
+
+
+async def create_topic(stub: Any, topic: str, queues: int = 4) -> None:
+    await stub.UpdateAndCreateTopic(
+        broker_pb2.UpdateAndCreateTopicRequest(
+            topic_config=common_pb2.TopicConfig(
+                topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6
+            )
+        ),
+        timeout=3,
+    )
+
+
+def send_request(
+    topic: str, queue_id: int, bodies: list[bytes], tags: str = ""
+) -> broker_pb2.SendMessageRequest:
+    return broker_pb2.SendMessageRequest(
+        producer_group="pg",
+        topic=topic,
+        queue_id=queue_id,
+        messages=[common_pb2.Message(topic=topic, body=b, tags=tags) for b in bodies],
+    )
+
+
+def pull_request(
+    topic: str, queue_id: int, offset: int, **kw: Any
+) -> broker_pb2.PullMessageRequest:
+    return broker_pb2.PullMessageRequest(
+        consumer_group="cg",
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=kw.pop("max_msg_nums", 32),
+        has_subscription=True,
+        sub_expression=kw.pop("sub_expression", "*"),
+        **kw,
+    )
+
+
+async def test_send_batch_then_pull_returns_it_in_order(stub: Any) -> None:
+    await create_topic(stub, "T1")
+    sent = await stub.SendMessage(send_request("T1", 2, [b"m%d" % i for i in range(5)]), timeout=3)
+    assert [r.queue_offset for r in sent.results] == [0, 1, 2, 3, 4]
+    assert len({r.msg_id for r in sent.results}) == 5 and all(
+        len(r.msg_id) == 32 for r in sent.results
+    )
+    assert sent.message_queue.queue_id == 2
+    got = await stub.PullMessage(pull_request("T1", 2, 0), timeout=3)
+    assert got.status == broker_pb2.FOUND
+    assert [m.body for m in got.messages] == [b"m%d" % i for i in range(5)]
+    assert [m.queue_offset for m in got.messages] == [0, 1, 2, 3, 4]
+    assert got.next_begin_offset == 5 and got.max_offset == 5 and got.min_offset == 0
+    assert got.messages[0].broker_name == "broker-a"
+    assert got.messages[0].msg_id == sent.results[0].msg_id
+
+
+async def test_long_poll_is_answered_when_a_message_arrives(stub: Any) -> None:
+    await create_topic(stub, "T2")
+    pull = asyncio.ensure_future(
+        stub.PullMessage(
+            pull_request("T2", 0, 0, suspend=True, suspend_timeout_millis=20_000), timeout=30
+        )
+    )
+    await asyncio.sleep(0)  # let the pull reach the broker, then send; no timing is asserted
+    await stub.SendMessage(send_request("T2", 0, [b"late"]), timeout=3)
+    got = await asyncio.wait_for(pull, 10)  # far below the 20 s hold: answered on arrival
+    assert got.status == broker_pb2.FOUND and [m.body for m in got.messages] == [b"late"]
+
+
+async def test_long_poll_times_out_with_no_new_message(stub: Any) -> None:
+    await create_topic(stub, "T3")
+    got = await stub.PullMessage(
+        pull_request("T3", 0, 0, suspend=True, suspend_timeout_millis=100), timeout=5
+    )
+    assert got.status == broker_pb2.NO_NEW_MSG and got.next_begin_offset == 0
+
+
+async def test_tag_filtering(stub: Any) -> None:
+    await create_topic(stub, "T4")
+    await stub.SendMessage(send_request("T4", 0, [b"a1", b"a2"], tags="TagA"), timeout=3)
+    await stub.SendMessage(send_request("T4", 0, [b"b1"], tags="TagB"), timeout=3)
+    await stub.SendMessage(send_request("T4", 0, [b"c1"], tags="TagC"), timeout=3)
+    got = await stub.PullMessage(pull_request("T4", 0, 0, sub_expression="TagA || TagC"), timeout=3)
+    assert [m.body for m in got.messages] == [b"a1", b"a2", b"c1"]
+    assert got.next_begin_offset == 4
+    none = await stub.PullMessage(
+        pull_request("T4", 0, 2, max_msg_nums=1, sub_expression="TagA"), timeout=3
+    )
+    # Filtered entries are scanned past (RocketMQ scans the consume queue, not just max_nums).
+    assert none.status == broker_pb2.NO_MATCHED_MSG and none.next_begin_offset == 4
+
+
+async def test_offset_illegal_beyond_the_end(stub: Any) -> None:
+    await create_topic(stub, "T5")
+    await stub.SendMessage(send_request("T5", 0, [b"x"]), timeout=3)
+    got = await stub.PullMessage(pull_request("T5", 0, 9), timeout=3)
+    assert got.status == broker_pb2.OFFSET_ILLEGAL and got.next_begin_offset == 1
+
+
+async def test_consumer_offsets_query_update_and_young_queue_rule(stub: Any) -> None:
+    await create_topic(stub, "T6")
+    await stub.SendMessage(send_request("T6", 1, [b"x", b"y"]), timeout=3)
+    q = broker_pb2.QueryConsumerOffsetRequest(consumer_group="g", topic="T6", queue_id=1)
+    with pytest.raises(grpc.aio.AioRpcError) as e:
+        await stub.QueryConsumerOffset(q, timeout=3)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    assert dict(e.value.trailing_metadata())[RESPONSE_CODE_KEY] == "22"
+    q.set_zero_if_not_found = True  # a young queue whose head was never deleted: start at 0
+    assert (await stub.QueryConsumerOffset(q, timeout=3)).offset == 0
+    await stub.UpdateConsumerOffset(
+        broker_pb2.UpdateConsumerOffsetRequest(
+            consumer_group="g", offsets=[broker_pb2.OffsetCommit(topic="T6", queue_id=1, offset=2)]
+        ),
+        timeout=3,
+    )
+    assert (await stub.QueryConsumerOffset(q, timeout=3)).offset == 2
+    mx = await stub.GetMaxOffset(broker_pb2.QueueOffsetRequest(topic="T6", queue_id=1), timeout=3)
+    mn = await stub.GetMinOffset(broker_pb2.QueueOffsetRequest(topic="T6", queue_id=1), timeout=3)
+    assert (mn.offset, mx.offset) == (0, 2)
+
+
+async def test_pull_commit_offset_piggyback(stub: Any) -> None:
+    await create_topic(stub, "T7")
+    await stub.SendMessage(send_request("T7", 0, [b"x"]), timeout=3)
+    await stub.PullMessage(
+        pull_request("T7", 0, 1, commit_offset_enabled=True, commit_offset=1), timeout=3
+    )
+    q = broker_pb2.QueryConsumerOffsetRequest(consumer_group="cg", topic="T7", queue_id=0)
+    assert (await stub.QueryConsumerOffset(q, timeout=3)).offset == 1
+
+
+async def test_offsets_survive_a_broker_restart(cluster: LocalCluster) -> None:
+    conns = BrokerConnections()
+    try:
+        stub = conns.stub(cluster.broker_list[0].address)
+        await create_topic(stub, "T8")
+        await stub.SendMessage(send_request("T8", 0, [b"a", b"b", b"c"]), timeout=3)
+        await stub.UpdateConsumerOffset(
+            broker_pb2.UpdateConsumerOffsetRequest(
+                consumer_group="g",
+                offsets=[broker_pb2.OffsetCommit(topic="T8", queue_id=0, offset=2)],
+            ),
+            timeout=3,
+        )
+        restarted = await cluster.restart_broker("broker-a")
+        await conns.drop(restarted.address)
+        stub = conns.stub(restarted.address)
+        q = broker_pb2.QueryConsumerOffsetRequest(consumer_group="g", topic="T8", queue_id=0)
+        assert (await stub.QueryConsumerOffset(q, timeout=3)).offset == 2
+        got = await stub.PullMessage(pull_request("T8", 0, 2), timeout=3)
+        assert [m.body for m in got.messages] == [b"c"]
+    finally:
+        await conns.close()
+
+
+async def test_broker_registers_its_topics_with_the_name_server(
+    cluster: LocalCluster, stub: Any
+) -> None:
+    from nameserver.client import NameServerClient
+
+    await create_topic(stub, "Routed", queues=3)
+    async with NameServerClient(cluster.namesrv_addr) as ns:
+
+        async def routed() -> bool:
+            try:
+                route = await ns.get_route_info_by_topic("Routed")
+            except Exception:
+                return False
+            return [qd.read_queue_nums for qd in route.queue_datas] == [3]
+
+        await wait_until(routed, message="the topic in the route")
+
+
+async def _status(coro: Any) -> tuple[grpc.StatusCode, str, str]:
+    with pytest.raises(grpc.aio.AioRpcError) as e:
+        await coro
+    return (
+        e.value.code(),
+        e.value.details() or "",
+        dict(e.value.trailing_metadata() or ()).get(RESPONSE_CODE_KEY, ""),
+    )
+
+
+async def test_bad_input_gets_clear_statuses_and_the_broker_keeps_serving(
+    cluster: LocalCluster, stub: Any
+) -> None:
+    cluster.broker_list[0].config.auto_create_topic_enable = False
+    code, details, rc = await _status(stub.SendMessage(send_request("Nope", -1, [b"x"]), timeout=3))
+    assert code == grpc.StatusCode.NOT_FOUND and "Nope" in details and rc == "17"
+    await create_topic(stub, "Bad", queues=2)
+    big = b"x" * (4 * 1024 * 1024 + 1)
+    code, details, _ = await _status(stub.SendMessage(send_request("Bad", 0, [big]), timeout=10))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "4194304" in details
+    code, details, _ = await _status(
+        stub.SendMessage(send_request("bad topic", 0, [b"x"]), timeout=3)
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "illegal characters" in details
+    code, details, _ = await _status(stub.SendMessage(send_request("Bad", 5, [b"x"]), timeout=3))
+    assert code == grpc.StatusCode.OUT_OF_RANGE and "queue_id 5" in details
+    code, details, _ = await _status(stub.PullMessage(pull_request("Bad", 0, -1), timeout=3))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "queue_offset" in details
+    code, details, _ = await _status(
+        stub.PullMessage(pull_request("Bad", 0, 0, max_msg_nums=-3), timeout=3)
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "max_msg_nums" in details
+    code, details, _ = await _status(stub.PullMessage(pull_request("Bad", 7, 0), timeout=3))
+    assert code == grpc.StatusCode.OUT_OF_RANGE and "queueId[7]" in details
+    code, details, _ = await _status(stub.SendMessage(send_request("Bad", 0, [b""]), timeout=3))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "body is empty" in details
+    # ... and it still serves, and nothing acknowledged was lost.
+    ok = await stub.SendMessage(send_request("Bad", 0, [b"fine"]), timeout=3)
+    got = await stub.PullMessage(pull_request("Bad", 0, 0), timeout=3)
+    assert [m.body for m in got.messages] == [b"fine"] and ok.results[0].queue_offset == 0

@@ -1,0 +1,114 @@
+"""The producer against a real name server and brokers: routes, selectors, batches, failover."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.local_cluster import LocalCluster
+from producer import Message, Producer, SelectMessageQueueByHash, SendStatus
+from protocol.broker_connections import BrokerConnections
+from protocol.errors import InvalidArgument, MessageTooLarge
+from protocol.message_queue import MessageQueue
+from protocol.v1 import broker_pb2, common_pb2
+from tests.helpers import wait_until
+
+FAST = {"register_name_server_period_ms": 200}
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(tmp_path, brokers=2, broker_overrides=FAST) as c:
+        yield c
+
+
+async def create_topic(cluster: LocalCluster, topic: str, queues: int = 4) -> None:
+    conns = BrokerConnections()
+    try:
+        for b in cluster.broker_list:
+            await conns.stub(b.address).UpdateAndCreateTopic(
+                broker_pb2.UpdateAndCreateTopicRequest(
+                    topic_config=common_pb2.TopicConfig(
+                        topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6
+                    )
+                ),
+                timeout=3,
+            )
+    finally:
+        await conns.close()
+
+    from nameserver.client import NameServerClient
+
+    async with NameServerClient(cluster.namesrv_addr) as ns:
+
+        async def routed() -> bool:
+            try:
+                route = await ns.get_route_info_by_topic(topic)
+            except Exception:
+                return False
+            return len(route.queue_datas) == len(cluster.broker_list)
+
+        await wait_until(routed, message=f"route of {topic} on every broker")
+
+
+async def test_send_round_robins_over_both_brokers(cluster: LocalCluster) -> None:
+    await create_topic(cluster, "PT")
+    async with Producer("pg", cluster.namesrv_addr) as p:
+        results = [await p.send(Message("PT", b"m%d" % i)) for i in range(16)]
+    assert all(r.send_status is SendStatus.SEND_OK for r in results)
+    assert {r.message_queue for r in results} == {
+        MessageQueue("PT", b, q) for b in ("broker-a", "broker-b") for q in range(4)
+    }
+
+
+async def test_selector_keeps_one_key_on_one_queue_and_batches(cluster: LocalCluster) -> None:
+    await create_topic(cluster, "Ordered")
+    async with Producer("pg", cluster.namesrv_addr) as p:
+        queues = {
+            (
+                await p.send(
+                    Message("Ordered", b"x"), selector=SelectMessageQueueByHash(), arg="order-42"
+                )
+            ).message_queue
+            for _ in range(5)
+        }
+        assert len(queues) == 1
+        batch = await p.send_batch([Message("Ordered", b"%d" % i) for i in range(10)])
+        assert len(batch.msg_ids) == 10
+        mq = MessageQueue("Ordered", "broker-b", 3)
+        direct = await p.send(Message("Ordered", b"direct"), mq)
+        assert direct.message_queue == mq
+
+
+async def test_unknown_topic_is_auto_created_through_the_default_route(
+    cluster: LocalCluster,
+) -> None:
+    async with Producer("pg", cluster.namesrv_addr) as p:
+        result = await p.send(Message("BrandNew", b"hello"))
+    assert result.send_status is SendStatus.SEND_OK
+    assert (
+        cluster.broker(result.message_queue.broker_name).topics.select_topic_config("BrandNew")
+        is not None
+    )
+
+
+async def test_producer_fails_over_when_a_broker_stops(cluster: LocalCluster) -> None:
+    await create_topic(cluster, "Failover")
+    async with Producer("pg", cluster.namesrv_addr, send_msg_timeout=5) as p:
+        await p.fetch_publish_message_queues("Failover")  # the route still lists broker-b
+        await cluster.broker("broker-b").shutdown()
+        results = [await p.send(Message("Failover", b"m%d" % i)) for i in range(10)]
+    assert all(r.send_status is SendStatus.SEND_OK for r in results)
+    assert {r.message_queue.broker_name for r in results} == {"broker-a"}
+
+
+async def test_producer_rejects_bad_messages_before_sending(cluster: LocalCluster) -> None:
+    async with Producer("pg", cluster.namesrv_addr) as p:
+        with pytest.raises(MessageTooLarge):
+            await p.send(Message("T", b"x" * (4 * 1024 * 1024 + 1)))
+        with pytest.raises(InvalidArgument):
+            await p.send(Message("bad topic", b"x"))
+        with pytest.raises(InvalidArgument):
+            await p.send(Message("TBW102", b"x"))
