@@ -1,0 +1,398 @@
+"""``MQClientInstance``: one per client id in a process, shared by its consumers.
+
+It owns what the consumers of a process share (spec 1.2): the name-server client and the
+routes, one channel stream and one gRPC channel per broker, the timers (route poll 30 s,
+heartbeat 30 s, offset persist 5 s), the ``RebalanceService`` and the ``PullMessageService``.
+A NOTIFY_CONSUMER_IDS_CHANGED from any broker wakes the rebalance of every group (RocketMQ
+ignores the group named in the notification too).
+
+Instances are kept in ``MQClientManager`` by client id; the last consumer to leave shuts the
+instance down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Protocol
+
+import structlog
+
+from aiorocketmq.trace import tracer
+from consumer.broker_channel import BrokerChannel
+from consumer.client_config import ClientConfig
+from consumer.pull_message_service import PullHandler, PullMessageService, PullRequest
+from consumer.rebalance_service import RebalanceService
+from nameserver.client import NameServerClient
+from protocol.broker_connections import BrokerConnections
+from protocol.errors import ChannelNotFound, MQError, ServiceNotAvailable
+from protocol.message_queue import MessageQueue
+from protocol.route import MASTER_ID, route_to_subscribe_queues
+from protocol.rpc import call
+from protocol.v1 import broker_pb2, common_pb2
+
+__all__ = ["ConsumerInner", "MQClientInstance", "MQClientManager"]
+
+log = structlog.get_logger("consumer.client")
+
+
+class ConsumerInner(Protocol):
+    """What the instance needs of each registered consumer."""
+
+    @property
+    def group_name(self) -> str: ...
+    def consumer_data(self) -> common_pb2.ConsumerData: ...
+    def subscribed_topics(self) -> set[str]: ...
+    def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None: ...
+    async def do_rebalance(self) -> bool: ...
+    async def persist_consumer_offset(self) -> None: ...
+    async def pull_message(self, request: PullRequest) -> None: ...
+    def on_queue_released(self, mq: MessageQueue) -> None: ...
+
+
+class MQClientInstance:
+    """Routes, channels, heartbeats and the shared services of one client id."""
+
+    def __init__(
+        self, client_id: str, namesrv_addr: str, config: ClientConfig | None = None
+    ) -> None:
+        self.client_id = client_id
+        self.namesrv_addr = namesrv_addr
+        self.config = config or ClientConfig()
+        self.namesrv = NameServerClient(
+            namesrv_addr, timeout=self.config.mq_client_api_timeout_ms / 1000
+        )
+        self.brokers = BrokerConnections()
+        self.consumer_table: dict[str, ConsumerInner] = {}
+        self.topic_route_table: dict[str, common_pb2.TopicRouteData] = {}
+        self.broker_addr_table: dict[str, dict[int, str]] = {}
+        self.channels: dict[str, BrokerChannel] = {}
+        self.rebalance_service = RebalanceService(
+            self.do_rebalance,
+            wait_interval_ms=self.config.rebalance_wait_interval_ms,
+            min_interval_ms=self.config.rebalance_min_interval_ms,
+        )
+        self.pull_message_service = PullMessageService(self._pull_handler)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._heartbeat_lock = asyncio.Lock()
+        self._route_lock = asyncio.Lock()
+        self.running = False
+        self.notifications_received = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self.running:
+            return
+        self.running = True
+        cfg = self.config
+        self._spawn(
+            self._every(
+                10, cfg.poll_name_server_interval_ms, self.update_topic_route_info_from_name_server
+            ),
+            "route-poll",
+        )
+        self._spawn(
+            self._every(1_000, cfg.heartbeat_broker_interval_ms, self.send_heartbeat_to_all_broker),
+            "heartbeat",
+        )
+        self._spawn(
+            self._every(
+                10_000, cfg.persist_consumer_offset_interval_ms, self.persist_all_consumer_offset
+            ),
+            "persist-offset",
+        )
+        self.pull_message_service.start()
+        self.rebalance_service.start()
+        log.info(
+            "the client factory started", client_id=self.client_id, namesrv_addr=self.namesrv_addr
+        )
+
+    async def shutdown(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self.rebalance_service.shutdown()
+        await self.pull_message_service.shutdown()
+        for channel in list(self.channels.values()):
+            await channel.close()
+        self.channels.clear()
+        await self.brokers.close()
+        await self.namesrv.close()
+        log.info("the client factory shutdown", client_id=self.client_id)
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(f"{self.client_id}-{name}")
+        self._tasks.add(task)
+
+    async def _every(
+        self, initial_ms: int, period_ms: int, action: Callable[[], Awaitable[Any]]
+    ) -> None:
+        await asyncio.sleep(initial_ms / 1000)
+        while True:
+            try:
+                await action()
+            except Exception:
+                log.exception("client timer failed", action=getattr(action, "__name__", "?"))
+            await asyncio.sleep(period_ms / 1000)
+
+    # ---- consumers -------------------------------------------------------------------------
+    def register_consumer(self, consumer: ConsumerInner) -> None:
+        group = consumer.group_name
+        if group in self.consumer_table:
+            raise ValueError(
+                f"The consumer group[{group}] has been created before, specify another name please."
+            )
+        self.consumer_table[group] = consumer
+
+    async def unregister_consumer(self, group: str) -> None:
+        """Leave the group on every broker (UNREGISTER_CLIENT): the brokers notify the group."""
+        self.consumer_table.pop(group, None)
+        for addr, channel in list(self.channels.items()):
+            channel_id = channel.channel_id
+            if channel_id is None:
+                continue
+            request = broker_pb2.UnregisterClientRequest(
+                channel_id=channel_id, client_id=self.client_id, consumer_group=group
+            )
+            try:
+                await call(self.brokers.stub(addr).UnregisterClient, request, self._timeout())
+            except MQError as e:
+                log.warning("unregister client failed", addr=addr, group=group, error=str(e))
+
+    def _pull_handler(self, group: str) -> PullHandler | None:
+        consumer = self.consumer_table.get(group)
+        return consumer.pull_message if consumer is not None else None
+
+    def rebalance_immediately(self) -> None:
+        self.rebalance_service.wakeup()
+
+    async def do_rebalance(self) -> bool:
+        """Every registered consumer rebalances; balanced only if all are."""
+        balanced = True
+        for consumer in list(self.consumer_table.values()):
+            try:
+                balanced = await consumer.do_rebalance() and balanced
+            except Exception:
+                log.exception("doRebalance failed", group=consumer.group_name)
+                balanced = False
+        return balanced
+
+    async def persist_all_consumer_offset(self) -> None:
+        for consumer in list(self.consumer_table.values()):
+            await consumer.persist_consumer_offset()
+
+    def _timeout(self) -> float:
+        return self.config.mq_client_api_timeout_ms / 1000
+
+    # ---- routes ----------------------------------------------------------------------------
+    async def update_topic_route_info_from_name_server(self, topic: str | None = None) -> bool:
+        """Refresh one topic's route (or every subscribed topic's); True if any changed.
+
+        A name-server error leaves the old route in place: consumers keep their cached queues.
+        """
+        topics = (
+            [topic]
+            if topic
+            else sorted({t for c in self.consumer_table.values() for t in c.subscribed_topics()})
+        )
+        changed_any = False
+        async with self._route_lock:
+            for t in topics:
+                try:
+                    route = await self.namesrv.get_route_info_by_topic(t)
+                except MQError as e:
+                    log.debug("update topic route failed", topic=t, error=str(e))
+                    continue
+                old = self.topic_route_table.get(t)
+                if old is not None and _route_key(old) == _route_key(route):
+                    continue
+                changed_any = True
+                self.topic_route_table[t] = route
+                for bd in route.broker_datas:
+                    self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
+                mqs = route_to_subscribe_queues(t, route)
+                for consumer in self.consumer_table.values():
+                    if t in consumer.subscribed_topics():
+                        consumer.update_topic_subscribe_info(t, mqs)
+                log.info("topic route changed", topic=t, queues=len(mqs))
+        return changed_any
+
+    def find_broker_addr(self, broker_name: str) -> str | None:
+        """The master address of ``broker_name``, else any of its addresses."""
+        addrs = self.broker_addr_table.get(broker_name) or {}
+        return addrs.get(MASTER_ID) or next(iter(addrs.values()), None)
+
+    async def invoke_broker(
+        self, broker_name: str, method: str, request: Any, timeout: float | None = None
+    ) -> Any:
+        """Call ``method`` on ``broker_name``'s master; a transport failure reconnects next time."""
+        addr = self.find_broker_addr(broker_name)
+        if addr is None:
+            raise ServiceNotAvailable(f"no address for broker {broker_name} in the routes")
+        try:
+            return await call(
+                getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
+            )
+        except ServiceNotAvailable:
+            await self.brokers.drop(addr)
+            raise
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
+        """GET_CONSUMER_LIST_BY_GROUP from one broker of the topic; None when it cannot say."""
+        route = self.topic_route_table.get(topic)
+        if route is None or not route.broker_datas:
+            await self.update_topic_route_info_from_name_server(topic)
+            route = self.topic_route_table.get(topic)
+            if route is None or not route.broker_datas:
+                return None
+        bd = random.choice(list(route.broker_datas))
+        try:
+            response = await self.invoke_broker(
+                bd.broker_name,
+                "GetConsumerListByGroup",
+                broker_pb2.GetConsumerListByGroupRequest(consumer_group=group),
+            )
+        except MQError as e:
+            log.debug(
+                "get consumer list by group failed",
+                group=group,
+                broker=bd.broker_name,
+                error=str(e),
+            )
+            return None
+        return list(response.consumer_id_list)
+
+    # ---- channels and heartbeats -----------------------------------------------------------
+    def _channel(self, addr: str) -> BrokerChannel:
+        channel = self.channels.get(addr)
+        if channel is None:
+            channel = BrokerChannel(
+                addr,
+                self.client_id,
+                lambda: self.brokers.stub(addr),
+                self._on_channel_event,
+                self._on_channel_open,
+                reconnect_delay_ms=self.config.channel_reconnect_delay_ms,
+            )
+            self.channels[addr] = channel
+            channel.start()
+        return channel
+
+    def _on_channel_event(self, addr: str, event: broker_pb2.ChannelEvent) -> None:
+        kind = event.WhichOneof("event")
+        if kind == "notify_consumer_ids_changed":
+            self.notifications_received += 1
+            tracer.record(
+                "notify_received",
+                client_id=self.client_id,
+                addr=addr,
+                group=event.notify_consumer_ids_changed.consumer_group,
+            )
+            log.info(
+                "NOTIFY_CONSUMER_IDS_CHANGED received",
+                client_id=self.client_id,
+                addr=addr,
+                group=event.notify_consumer_ids_changed.consumer_group,
+            )
+            self.rebalance_immediately()
+        elif kind == "queue_released":
+            group = event.queue_released.consumer_group
+            consumer = self.consumer_table.get(group)
+            if consumer is not None:
+                consumer.on_queue_released(
+                    MessageQueue.from_proto(event.queue_released.message_queue)
+                )
+
+    async def _on_channel_open(self, channel: BrokerChannel) -> None:
+        """A (re)opened channel: heartbeat to that broker, then rebalance (onChannelActive)."""
+        if channel.opened_count > 1 and self.running:
+            if await self._heartbeat_one(channel.addr, self._heartbeat_data()):
+                self.rebalance_immediately()
+
+    def _heartbeat_data(self) -> common_pb2.HeartbeatData:
+        return common_pb2.HeartbeatData(
+            client_id=self.client_id,
+            consumer_data_set=[c.consumer_data() for c in self.consumer_table.values()],
+        )
+
+    async def _heartbeat_one(self, addr: str, data: common_pb2.HeartbeatData) -> bool:
+        channel = self._channel(addr)
+        channel_id = await channel.wait_ready(self._timeout())
+        if channel_id is None:
+            log.warning("no channel to broker for heartbeat", addr=addr)
+            return False
+        try:
+            await call(
+                self.brokers.stub(addr).Heartbeat,
+                broker_pb2.HeartbeatRequest(channel_id=channel_id, heartbeat=data),
+                self._timeout(),
+            )
+        except ChannelNotFound:
+            channel.mark_broken()
+            return False
+        except MQError as e:
+            log.warning("send heart beat to broker failed", addr=addr, error=str(e))
+            return False
+        return True
+
+    async def send_heartbeat_to_all_broker(self) -> bool:
+        """HEART_BEAT to every broker of the routes at once; True if there was any broker."""
+        if self._heartbeat_lock.locked():
+            return False  # RocketMQ's tryLock: one heartbeat round at a time
+        async with self._heartbeat_lock:
+            data = self._heartbeat_data()
+            if not data.consumer_data_set:
+                return False
+            addrs = sorted({a for addrs in self.broker_addr_table.values() for a in addrs.values()})
+            if not addrs:
+                return False
+            await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
+            return True
+
+
+def _route_key(route: common_pb2.TopicRouteData) -> bytes:
+    """A comparable form of a route (sorted by broker name, as ``topicRouteDataChanged``)."""
+    copy = common_pb2.TopicRouteData()
+    copy.CopyFrom(route)
+    queue_datas = sorted(copy.queue_datas, key=lambda q: q.broker_name)
+    broker_datas = sorted(copy.broker_datas, key=lambda b: b.broker_name)
+    del copy.queue_datas[:]
+    del copy.broker_datas[:]
+    copy.queue_datas.extend(queue_datas)
+    copy.broker_datas.extend(broker_datas)
+    return copy.SerializeToString(deterministic=True)
+
+
+class MQClientManager:
+    """The process-wide table of client instances, by client id (RocketMQ's singleton)."""
+
+    _instances: ClassVar[dict[str, MQClientInstance]] = {}
+    _users: ClassVar[dict[str, int]] = {}
+
+    @classmethod
+    def get_or_create(
+        cls, client_id: str, namesrv_addr: str, config: ClientConfig | None = None
+    ) -> MQClientInstance:
+        instance = cls._instances.get(client_id)
+        if instance is None:
+            instance = cls._instances[client_id] = MQClientInstance(client_id, namesrv_addr, config)
+        cls._users[client_id] = cls._users.get(client_id, 0) + 1
+        return instance
+
+    @classmethod
+    async def release(cls, client_id: str) -> None:
+        """One user is done; the last one shuts the instance down."""
+        users = cls._users.get(client_id, 0) - 1
+        if users > 0:
+            cls._users[client_id] = users
+            return
+        cls._users.pop(client_id, None)
+        instance = cls._instances.pop(client_id, None)
+        if instance is not None:
+            await instance.shutdown()

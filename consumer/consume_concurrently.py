@@ -1,0 +1,156 @@
+"""``ConsumeMessageConcurrentlyService``: run the listener on batches, ack by low-water mark.
+
+Rules (spec 4.3): messages are handed to the listener in batches of
+``consume_message_batch_max_size`` (1 by default), at most ``consume_thread_max`` (20) batches
+at once. CONSUME_SUCCESS acks the batch (or the part up to ``ack_index``); RECONSUME_LATER, an
+exception or no answer fails it: in CLUSTERING the failed messages are sent back to the broker
+for a later retry (if that fails, consumed again here after 5 s); in BROADCASTING they are
+only logged. Then the messages leave the process queue and the offset to commit is the lowest
+offset still in it (the low-water mark), increase-only. A batch whose queue was dropped meanwhile
+is discarded: no ack, no offset (the new owner delivers it again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from consumer.process_queue import ProcessQueue
+from consumer.types import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    MessageListenerConcurrently,
+    MessageModel,
+)
+from protocol.message import MessageConst, MessageExt
+from protocol.message_queue import MessageQueue
+
+__all__ = ["ConsumeMessageConcurrentlyService"]
+
+log = structlog.get_logger("consumer.consume")
+
+SEND_BACK_RETRY_DELAY_S = 5.0
+
+
+class ConsumeMessageConcurrentlyService:
+    """Consumes the pulled messages of a push consumer, many batches at once."""
+
+    def __init__(
+        self,
+        consumer_group: str,
+        listener: MessageListenerConcurrently,
+        message_model: MessageModel,
+        *,
+        update_offset: Callable[[MessageQueue, int], None],
+        send_message_back: Callable[[MessageExt, int], Awaitable[bool]],
+        consume_message_batch_max_size: int = 1,
+        consume_thread_max: int = 20,
+        on_consumed: Callable[[MessageQueue, list[MessageExt]], None] | None = None,
+    ) -> None:
+        self.consumer_group = consumer_group
+        self.listener = listener
+        self.message_model = message_model
+        self.update_offset = update_offset
+        self.send_message_back = send_message_back
+        self.batch_size = consume_message_batch_max_size
+        self._slots = asyncio.Semaphore(consume_thread_max)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.on_consumed = on_consumed
+        self.consumed_ok = 0
+        self.consumed_failed = 0
+
+    def submit_consume_request(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+    ) -> None:
+        for i in range(0, len(msgs), self.batch_size):
+            self._spawn(self._consume(msgs[i : i + self.batch_size], pq, mq))
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    async def shutdown(self, await_terminate_s: float = 0.0) -> None:
+        """Stop; with a wait, let batches in flight finish first (RocketMQ waits 0 by default)."""
+        if await_terminate_s > 0 and self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=await_terminate_s)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        async with self._slots:
+            if pq.dropped:
+                return
+            context = ConsumeConcurrentlyContext(mq)
+            now = str(int(time.time() * 1000))
+            for m in msgs:
+                m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
+            try:
+                status = await self.listener(msgs, context)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("consumeMessage exception", group=self.consumer_group, mq=str(mq))
+                status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+            if not isinstance(status, ConsumeConcurrentlyStatus):
+                status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+            pq.last_consume_timestamp = pq.now_ms()
+            if pq.dropped:
+                log.info(
+                    "processQueue is dropped, the consume result is discarded",
+                    group=self.consumer_group,
+                    mq=str(mq),
+                )
+                return
+            await self._process_result(status, context, msgs, pq, mq)
+
+    async def _process_result(
+        self,
+        status: ConsumeConcurrentlyStatus,
+        context: ConsumeConcurrentlyContext,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> None:
+        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            ack_index = min(context.ack_index, len(msgs) - 1)
+        else:
+            ack_index = -1
+        self.consumed_ok += ack_index + 1
+        if ack_index >= 0 and self.on_consumed is not None:
+            self.on_consumed(mq, msgs[: ack_index + 1])
+        failed = msgs[ack_index + 1 :]
+        self.consumed_failed += len(failed)
+        retry_locally: list[MessageExt] = []
+        if failed and self.message_model is MessageModel.CLUSTERING:
+            for m in failed:
+                if not await self.send_message_back(m, context.delay_level_when_next_consume):
+                    m.reconsume_times += 1
+                    retry_locally.append(m)
+        elif failed:
+            for m in failed:
+                log.warning(
+                    "BROADCASTING, the message consume failed, drop it",
+                    group=self.consumer_group,
+                    msg_id=m.msg_id,
+                )
+        retried = {id(m) for m in retry_locally}
+        done = [m for m in msgs if id(m) not in retried]
+        offset = pq.remove_message(done)
+        if offset >= 0 and not pq.dropped:
+            self.update_offset(mq, offset)
+        if retry_locally:
+            self._spawn(self._consume_later(retry_locally, pq, mq))
+
+    async def _consume_later(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+    ) -> None:
+        await asyncio.sleep(SEND_BACK_RETRY_DELAY_S)
+        await self._consume(msgs, pq, mq)

@@ -1,0 +1,269 @@
+"""Offset stores: where a consumer keeps how far it has consumed each queue.
+
+``RemoteBrokerOffsetStore`` (CLUSTERING) keeps offsets in memory and commits them to the
+queue's broker: every 5 s, when a queue is dropped, at shutdown, and piggybacked on pulls.
+``LocalFileOffsetStore`` (BROADCASTING) keeps them in a JSON file per client id and group.
+
+Rules (spec 5.1-5.2): updates are increase-only unless asked otherwise, and a frozen offset
+(set by the OFFSET_ILLEGAL fix) ignores updates until removed; ``persist_all`` commits the
+assigned queues and forgets the rest; reads answer -1 when nothing is known, -2 on an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from aiorocketmq.trace import tracer
+from protocol.errors import MQError, QueryNotFound
+from protocol.message_queue import MessageQueue
+from protocol.v1 import broker_pb2
+
+__all__ = [
+    "ControllableOffset",
+    "LocalFileOffsetStore",
+    "OffsetStore",
+    "ReadOffsetType",
+    "RemoteBrokerOffsetStore",
+]
+
+log = structlog.get_logger("consumer.offset_store")
+
+
+class ReadOffsetType(Enum):
+    READ_FROM_MEMORY = "READ_FROM_MEMORY"
+    READ_FROM_STORE = "READ_FROM_STORE"
+    MEMORY_FIRST_THEN_STORE = "MEMORY_FIRST_THEN_STORE"
+
+
+@dataclass(slots=True)
+class ControllableOffset:
+    """An offset that can be frozen against later updates."""
+
+    value: int
+    allow_to_update: bool = True
+
+    def update(self, target: int, increase_only: bool) -> None:
+        if self.allow_to_update:
+            self.value = max(self.value, target) if increase_only else target
+
+    def update_and_freeze(self, target: int) -> None:
+        self.value = target
+        self.allow_to_update = False
+
+
+class OffsetStore(Protocol):
+    """What RebalanceImpl and the consume services need from an offset store."""
+
+    async def load(self) -> None: ...
+    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None: ...
+    def update_and_freeze_offset(self, mq: MessageQueue, offset: int) -> None: ...
+    async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int: ...
+    async def persist_all(self, mqs: set[MessageQueue]) -> None: ...
+    async def persist(self, mq: MessageQueue) -> None: ...
+    def remove_offset(self, mq: MessageQueue) -> None: ...
+    def clone_offset_table(self, topic: str) -> dict[MessageQueue, int]: ...
+
+
+class _MemoryTable:
+    """The in-memory part both stores share."""
+
+    def __init__(self) -> None:
+        self.offset_table: dict[MessageQueue, ControllableOffset] = {}
+
+    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
+        current = self.offset_table.get(mq)
+        if current is None:
+            self.offset_table[mq] = ControllableOffset(offset)
+        else:
+            current.update(offset, increase_only)
+
+    def update_and_freeze_offset(self, mq: MessageQueue, offset: int) -> None:
+        current = self.offset_table.setdefault(mq, ControllableOffset(offset))
+        current.update_and_freeze(offset)
+
+    def memory_offset(self, mq: MessageQueue) -> int:
+        current = self.offset_table.get(mq)
+        return -1 if current is None else current.value
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        self.offset_table.pop(mq, None)
+
+    def clone_offset_table(self, topic: str) -> dict[MessageQueue, int]:
+        return {
+            mq: o.value for mq, o in self.offset_table.items() if not topic or mq.topic == topic
+        }
+
+
+# A broker call: (broker name, stub method name, request) -> response.
+BrokerInvoker = Callable[[str, str, Any], Awaitable[Any]]
+
+
+class RemoteBrokerOffsetStore(_MemoryTable):
+    """CLUSTERING: offsets live on the brokers; this is the consumer's cache of them."""
+
+    def __init__(self, group: str, invoke: BrokerInvoker, *, client_id: str = "") -> None:
+        super().__init__()
+        self.group = group
+        self.client_id = client_id
+        self._invoke = invoke
+        # Fenced handoff: the epoch to present with each queue's commits (0 = classic).
+        self.epochs: dict[MessageQueue, int] = {}
+
+    async def load(self) -> None:
+        return None
+
+    async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
+        if read_type is not ReadOffsetType.READ_FROM_STORE:
+            value = self.memory_offset(mq)
+            if value >= 0 or read_type is ReadOffsetType.READ_FROM_MEMORY:
+                return value
+        try:
+            response = await self._invoke(
+                mq.broker_name,
+                "QueryConsumerOffset",
+                broker_pb2.QueryConsumerOffsetRequest(
+                    consumer_group=self.group,
+                    topic=mq.topic,
+                    queue_id=mq.queue_id,
+                    set_zero_if_not_found=True,
+                ),
+            )
+        except QueryNotFound:
+            return -1
+        except MQError as e:
+            log.warning("query consumer offset failed", group=self.group, mq=str(mq), error=str(e))
+            return -2
+        offset = int(response.offset)
+        self.update_offset(mq, offset, increase_only=False)
+        return offset
+
+    async def _commit(self, broker_name: str, entries: dict[MessageQueue, int]) -> None:
+        request = broker_pb2.UpdateConsumerOffsetRequest(
+            consumer_group=self.group, client_id=self.client_id
+        )
+        for mq, offset in sorted(entries.items()):
+            request.offsets.add(
+                topic=mq.topic, queue_id=mq.queue_id, offset=offset, epoch=self.epochs.get(mq, 0)
+            )
+        tracer.record(
+            "offset_commit",
+            group=self.group,
+            client_id=self.client_id,
+            broker=broker_name,
+            offsets={str(mq): off for mq, off in entries.items()},
+        )
+        try:
+            await self._invoke(broker_name, "UpdateConsumerOffset", request)
+        except MQError as e:
+            log.warning(
+                "update consumer offset failed",
+                group=self.group,
+                broker_name=broker_name,
+                error=str(e),
+            )
+
+    async def persist_all(self, mqs: set[MessageQueue]) -> None:
+        """Commit every assigned queue's offset (one RPC per broker); forget the others."""
+        by_broker: dict[str, dict[MessageQueue, int]] = defaultdict(dict)
+        for mq, offset in list(self.offset_table.items()):
+            if mq in mqs:
+                if offset.value >= 0:
+                    by_broker[mq.broker_name][mq] = offset.value
+            else:
+                self.offset_table.pop(mq, None)
+        for broker_name, entries in by_broker.items():
+            await self._commit(broker_name, entries)
+
+    async def persist(self, mq: MessageQueue) -> None:
+        offset = self.offset_table.get(mq)
+        if offset is not None and offset.value >= 0:
+            await self._commit(mq.broker_name, {mq: offset.value})
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        super().remove_offset(mq)
+        self.epochs.pop(mq, None)
+
+
+def default_offset_store_dir() -> Path:
+    """``$ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR`` or ``~/.rocketmq_offsets``."""
+    env = os.environ.get("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR")
+    return Path(env) if env else Path.home() / ".rocketmq_offsets"
+
+
+class LocalFileOffsetStore(_MemoryTable):
+    """BROADCASTING: ``<dir>/<client id>/<group>/offsets.json`` (with a ``.bak``)."""
+
+    def __init__(self, group: str, client_id: str, directory: Path | None = None) -> None:
+        super().__init__()
+        self.group = group
+        base = directory if directory is not None else default_offset_store_dir()
+        self.path = base / client_id.replace(":", "_") / group / "offsets.json"
+
+    def _read_file(self) -> dict[MessageQueue, int]:
+        for path in (self.path, self.path.with_name("offsets.json.bak")):
+            try:
+                data = json.loads(path.read_text())
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as e:
+                log.warning("offset file unreadable", path=str(path), error=str(e))
+                continue
+            return {
+                MessageQueue(e["topic"], e["brokerName"], int(e["queueId"])): int(e["offset"])
+                for e in data.get("offsetTable", [])
+            }
+        return {}
+
+    async def load(self) -> None:
+        for mq, offset in self._read_file().items():
+            self.offset_table[mq] = ControllableOffset(offset)
+
+    async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
+        if read_type is not ReadOffsetType.READ_FROM_STORE:
+            value = self.memory_offset(mq)
+            if value >= 0 or read_type is ReadOffsetType.READ_FROM_MEMORY:
+                return value
+        offset = self._read_file().get(mq, -1)
+        if offset >= 0:
+            self.update_offset(mq, offset, increase_only=False)
+        return offset
+
+    def _write(self, table: Iterable[tuple[MessageQueue, int]]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "offsetTable": [
+                {
+                    "topic": mq.topic,
+                    "brokerName": mq.broker_name,
+                    "queueId": mq.queue_id,
+                    "offset": off,
+                }
+                for mq, off in sorted(table)
+            ]
+        }
+        tmp = self.path.with_name("offsets.json.tmp")
+        tmp.write_text(json.dumps(payload, indent=1))
+        if self.path.exists():
+            os.replace(self.path, self.path.with_name("offsets.json.bak"))
+        os.replace(tmp, self.path)
+
+    async def persist_all(self, mqs: set[MessageQueue]) -> None:
+        self._write(
+            (mq, o.value) for mq, o in self.offset_table.items() if mq in mqs and o.value >= 0
+        )
+
+    async def persist(self, mq: MessageQueue) -> None:
+        on_disk = self._read_file()
+        offset = self.offset_table.get(mq)
+        if offset is not None:
+            on_disk[mq] = offset.value
+        self._write(on_disk.items())

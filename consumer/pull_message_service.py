@@ -1,0 +1,105 @@
+"""``PullRequest`` and ``PullMessageService``: one reusable request per assigned queue, and
+the queue of requests that drives the pulls.
+
+Theory of operation (spec 4.2): rebalance creates one ``PullRequest`` per (group, queue) and
+dispatches it; the service takes it, starts that consumer's ``pull_message`` as a task, and the
+pull's outcome re-enqueues the same request (at once, or later after flow control or an
+error). A request dies when its process queue is dropped. One dispatcher task; each pull is its
+own short task, because a pull may be held by the broker for up to 15 s (long polling).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import structlog
+
+from consumer.process_queue import ProcessQueue
+from protocol.message_queue import MessageQueue
+
+__all__ = ["PullMessageService", "PullRequest"]
+
+log = structlog.get_logger("consumer.pull")
+
+
+@dataclass(eq=False, slots=True)
+class PullRequest:
+    """The next pull of one queue for one group (equal by group and queue, as in RocketMQ)."""
+
+    consumer_group: str
+    message_queue: MessageQueue
+    process_queue: ProcessQueue
+    next_offset: int
+    previously_locked: bool = False
+    epoch: int = 0  # fenced handoff: the grant's epoch (0 = classic)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, PullRequest)
+            and other.consumer_group == self.consumer_group
+            and other.message_queue == self.message_queue
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.consumer_group, self.message_queue))
+
+
+PullHandler = Callable[[PullRequest], Awaitable[None]]
+
+
+class PullMessageService:
+    """Dispatches pull requests to their consumer's ``pull_message``."""
+
+    def __init__(self, find_handler: Callable[[str], PullHandler | None]) -> None:
+        self._find_handler = find_handler
+        self._queue: asyncio.Queue[PullRequest] = asyncio.Queue()
+        self._later: set[asyncio.TimerHandle] = set()
+        self._pulls: set[asyncio.Task[None]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="pull-message-service")
+
+    async def shutdown(self) -> None:
+        for handle in self._later:
+            handle.cancel()
+        self._later.clear()
+        tasks = [t for t in (self._task, *self._pulls) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._task = None
+        self._pulls.clear()
+
+    def execute_pull_request_immediately(self, request: PullRequest) -> None:
+        self._queue.put_nowait(request)
+
+    def execute_pull_request_later(self, request: PullRequest, delay_ms: int) -> None:
+        """Re-enqueue after ``delay_ms`` (flow control 50 ms, errors 1 s, rebalance 500 ms)."""
+        if delay_ms <= 0:
+            self.execute_pull_request_immediately(request)
+            return
+        loop = asyncio.get_running_loop()
+        handle: asyncio.TimerHandle | None = None
+
+        def fire() -> None:
+            assert handle is not None
+            self._later.discard(handle)
+            self._queue.put_nowait(request)
+
+        handle = loop.call_later(delay_ms / 1000, fire)
+        self._later.add(handle)
+
+    async def _run(self) -> None:
+        while True:
+            request = await self._queue.get()
+            handler = self._find_handler(request.consumer_group)
+            if handler is None:
+                log.debug("no consumer for pull request, dropped", group=request.consumer_group)
+                continue
+            task = asyncio.create_task(handler(request))
+            self._pulls.add(task)
+            task.add_done_callback(self._pulls.discard)

@@ -1,0 +1,314 @@
+"""``RebalanceImpl``: each consumer decides alone which queues are its own (spec 1.4).
+
+Theory of operation, for each subscribed topic (CLUSTERING):
+
+1. ``mq_all`` = the topic's readable queues from the route; ``cid_all`` = the group's client ids
+   from one broker. Both sorted, so every consumer feeds the strategy the same input.
+2. The strategy (AVG by default) answers this consumer's share.
+3. ``update_process_queue_table_in_rebalance``: queues no longer ours are dropped (their pull
+   request dies, their offset is persisted, then they are removed); new queues get a
+   ``ProcessQueue`` and a ``PullRequest`` starting at ``compute_pull_from_where``.
+4. ``message_queue_changed``: tell the consumer (thresholds, heartbeat, user listener).
+
+BROADCASTING takes every queue. A topic is *balanced* when the process queues equal the
+allocation; otherwise the rebalance service comes back in 1 s. Consumers do not coordinate, so
+during a change two consumers may pull one queue for a while: delivery is at least once.
+
+The consume mode (push concurrently, push orderly, lite pull) is a small ``RebalanceMode``
+object passed in (composition, not RocketMQ's subclasses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import structlog
+
+from aiorocketmq.trace import tracer
+from consumer.allocate import AllocateMessageQueueStrategy
+from consumer.process_queue import ProcessQueue
+from consumer.pull_message_service import PullRequest
+from consumer.rebalance_diff import compute_rebalance_diff, queues_not_my_topic, working_queues
+from consumer.types import MessageModel
+from protocol.message_queue import MessageQueue
+from protocol.validators import is_retry_topic
+
+__all__ = ["RebalanceImpl", "RebalanceMode"]
+
+log = structlog.get_logger("consumer.rebalance")
+
+
+class RebalanceMode(Protocol):
+    """What differs between push (concurrent/orderly) and lite pull consumers."""
+
+    @property
+    def is_push(self) -> bool: ...
+    async def remove_unnecessary_message_queue(
+        self, mq: MessageQueue, pq: ProcessQueue
+    ) -> bool: ...
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int: ...
+    async def lock(self, mq: MessageQueue) -> bool: ...
+    async def acquire(
+        self, mqs: list[MessageQueue]
+    ) -> dict[MessageQueue, tuple[int, int]] | None: ...
+    def dispatch_pull_requests(self, requests: list[PullRequest]) -> None: ...
+    async def message_queue_changed(
+        self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
+    ) -> None: ...
+
+
+class ConsumerIdSource(Protocol):
+    client_id: str
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None: ...
+
+
+class RebalanceImpl:
+    """The rebalance state of one consumer group in one client."""
+
+    def __init__(
+        self,
+        consumer_group: str,
+        message_model: MessageModel,
+        strategy: AllocateMessageQueueStrategy,
+        client: ConsumerIdSource,
+        mode: RebalanceMode,
+        *,
+        fenced: bool = False,
+        pull_max_idle_ms: int = 120_000,
+        new_process_queue: Callable[[], ProcessQueue] = ProcessQueue,
+    ) -> None:
+        self.consumer_group = consumer_group
+        self.message_model = message_model
+        self.allocate_message_queue_strategy = strategy
+        self.client = client
+        self.mode = mode
+        self.fenced = fenced
+        self.pull_max_idle_ms = pull_max_idle_ms
+        self._new_pq = new_process_queue
+        self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
+        # topic -> the subscription's expression and version (kept by the consumer).
+        self.subscription_inner: dict[str, tuple[str, int]] = {}
+        # Fenced handoff: the epoch of each queue we hold.
+        self.epochs: dict[MessageQueue, int] = {}
+
+    # ---- entry -----------------------------------------------------------------------------
+    async def do_rebalance(self, is_order: bool) -> bool:
+        """Rebalance every subscribed topic; True when all are balanced."""
+        balanced = True
+        for topic in list(self.subscription_inner):
+            try:
+                if not await self.rebalance_by_topic(topic, is_order):
+                    balanced = False
+            except Exception:
+                log.exception("rebalance by topic failed", group=self.consumer_group, topic=topic)
+                if not is_retry_topic(topic):
+                    balanced = False
+        self.truncate_message_queue_not_my_topic()
+        return balanced
+
+    async def rebalance_by_topic(self, topic: str, is_order: bool) -> bool:
+        mq_set = self.topic_subscribe_info_table.get(topic)
+        if self.message_model is MessageModel.BROADCASTING:
+            if mq_set is None:
+                await self.mode.message_queue_changed(topic, set(), set())
+                log.warning(
+                    "doRebalance, but the topic's route is unknown",
+                    group=self.consumer_group,
+                    topic=topic,
+                )
+                return True
+            if await self.update_process_queue_table_in_rebalance(topic, mq_set, need_lock=False):
+                await self.mode.message_queue_changed(topic, mq_set, mq_set)
+            return mq_set == working_queues(self.process_queue_table, topic)
+
+        cid_all = await self.client.find_consumer_id_list(topic, self.consumer_group)
+        if mq_set is None:
+            if not is_retry_topic(topic):
+                await self.mode.message_queue_changed(topic, set(), set())
+                log.warning(
+                    "doRebalance, but the topic's route is unknown",
+                    group=self.consumer_group,
+                    topic=topic,
+                )
+            return True
+        if cid_all is None:
+            log.warning(
+                "doRebalance, but the group's consumer ids are unknown",
+                group=self.consumer_group,
+                topic=topic,
+            )
+            return True
+        mq_all = sorted(mq_set)
+        cid_all = sorted(cid_all)
+        strategy = self.allocate_message_queue_strategy
+        try:
+            result = strategy.allocate(self.consumer_group, self.client.client_id, mq_all, cid_all)
+        except Exception as e:
+            log.error(
+                "allocate message queue failed",
+                strategy=strategy.name,
+                group=self.consumer_group,
+                error=str(e),
+            )
+            return False
+        allocate_result_set = set(result or [])
+        tracer.record(
+            "rebalance_result",
+            group=self.consumer_group,
+            client_id=self.client.client_id,
+            topic=topic,
+            strategy=strategy.name,
+            cid_all=cid_all,
+            mq_all=len(mq_all),
+            result=sorted(str(mq) for mq in allocate_result_set),
+        )
+        changed = await self.update_process_queue_table_in_rebalance(
+            topic, allocate_result_set, need_lock=is_order
+        )
+        if changed:
+            log.info(
+                "rebalanced result changed",
+                allocateMessageQueueStrategyName=strategy.name,
+                group=self.consumer_group,
+                topic=topic,
+                clientId=self.client.client_id,
+                mqAllSize=len(mq_all),
+                cidAllSize=len(cid_all),
+                rebalanceResultSize=len(allocate_result_set),
+                rebalanceResultSet=sorted(str(mq) for mq in allocate_result_set),
+            )
+            await self.mode.message_queue_changed(topic, mq_set, allocate_result_set)
+        return allocate_result_set == working_queues(self.process_queue_table, topic)
+
+    # ---- the table -------------------------------------------------------------------------
+    async def update_process_queue_table_in_rebalance(
+        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool
+    ) -> bool:
+        """Drop what is no longer ours, create what is new; True when the table changed."""
+        diff = compute_rebalance_diff(
+            self.process_queue_table,
+            topic,
+            mq_set,
+            push=self.mode.is_push,
+            pull_max_idle_ms=self.pull_max_idle_ms,
+        )
+        changed = False
+        for mq in diff.to_drop:
+            pq = self.process_queue_table[mq]
+            pq.dropped = True
+            if mq in diff.pull_expired:
+                log.warning(
+                    "[BUG] doRebalance, remove unnecessary mq because pull is pause, so try to fixed it",
+                    group=self.consumer_group,
+                    mq=str(mq),
+                )
+            if await self.mode.remove_unnecessary_message_queue(mq, pq):
+                self.process_queue_table.pop(mq, None)
+                self.epochs.pop(mq, None)
+                changed = True
+                tracer.record(
+                    "queue_dropped",
+                    group=self.consumer_group,
+                    client_id=self.client.client_id,
+                    mq=str(mq),
+                )
+                log.debug(
+                    "doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq)
+                )
+
+        to_add = [mq for mq in diff.to_add if mq not in self.process_queue_table]
+        grants: dict[MessageQueue, tuple[int, int]] | None = None
+        if self.fenced and to_add and self.message_model is MessageModel.CLUSTERING:
+            grants = await self.mode.acquire(to_add) or {}
+        requests: list[PullRequest] = []
+        for mq in to_add:
+            if need_lock and not await self.mode.lock(mq):
+                log.warning(
+                    "doRebalance, add a new mq failed, because lock failed",
+                    group=self.consumer_group,
+                    mq=str(mq),
+                )
+                continue
+            epoch = 0
+            committed = -1
+            if grants is not None:
+                if mq not in grants:
+                    continue  # still held by its previous owner: unbalanced, retried in 1 s
+                epoch, committed = grants[mq]
+            next_offset = (
+                committed if committed >= 0 else await self.mode.compute_pull_from_where(mq)
+            )
+            if next_offset < 0:
+                log.warning(
+                    "doRebalance, add new mq failed, the pull offset is unknown",
+                    group=self.consumer_group,
+                    mq=str(mq),
+                )
+                continue
+            pq = self._new_pq()
+            pq.locked = True
+            if mq in self.process_queue_table:
+                continue
+            self.process_queue_table[mq] = pq
+            if epoch:
+                self.epochs[mq] = epoch
+            requests.append(PullRequest(self.consumer_group, mq, pq, next_offset, epoch=epoch))
+            changed = True
+            tracer.record(
+                "queue_added",
+                group=self.consumer_group,
+                client_id=self.client.client_id,
+                mq=str(mq),
+                offset=next_offset,
+                epoch=epoch,
+            )
+            log.debug(
+                "doRebalance, add a new mq",
+                group=self.consumer_group,
+                mq=str(mq),
+                next_offset=next_offset,
+            )
+        self.mode.dispatch_pull_requests(requests)
+        return changed
+
+    def truncate_message_queue_not_my_topic(self) -> None:
+        for mq in queues_not_my_topic(self.process_queue_table, self.subscription_inner):
+            pq = self.process_queue_table.pop(mq)
+            pq.dropped = True
+            self.epochs.pop(mq, None)
+            tracer.record(
+                "queue_dropped",
+                group=self.consumer_group,
+                client_id=self.client.client_id,
+                mq=str(mq),
+            )
+            log.info(
+                "doRebalance, truncateMessageQueueNotMyTopic", group=self.consumer_group, mq=str(mq)
+            )
+
+    async def remove_process_queue(self, mq: MessageQueue) -> None:
+        """The OFFSET_ILLEGAL fix: remove the queue now (its next rebalance re-adds it)."""
+        pq = self.process_queue_table.pop(mq, None)
+        if pq is not None:
+            pq.dropped = True
+            tracer.record(
+                "queue_dropped",
+                group=self.consumer_group,
+                client_id=self.client.client_id,
+                mq=str(mq),
+            )
+            await self.mode.remove_unnecessary_message_queue(mq, pq)
+        self.epochs.pop(mq, None)
+
+    def assigned_queues(self) -> set[MessageQueue]:
+        """The queues this consumer holds now (process queues not dropped)."""
+        return {mq for mq, pq in self.process_queue_table.items() if not pq.dropped}
+
+    def destroy(self) -> None:
+        for pq in self.process_queue_table.values():
+            pq.dropped = True
+        self.process_queue_table.clear()
+        self.epochs.clear()

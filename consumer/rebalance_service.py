@@ -1,0 +1,80 @@
+"""``RebalanceService``: when rebalances run (spec 1.3).
+
+Every ``wait_interval_ms`` (20 s), at once when woken (on start, on NOTIFY_CONSUMER_IDS_CHANGED),
+with wake-ups coalesced and at most one rebalance per ``min_interval_ms`` (1 s); while any
+group reports "not balanced" it runs again every ``min_interval_ms``. A wake-up during the
+minimum interval is deferred, never lost.
+
+Where we differ from RocketMQ: its last-rebalance time starts at construction, so the very
+first wake-up can wait up to a second; ours starts in the past, so the first rebalance runs at
+once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+__all__ = ["RebalanceService"]
+
+log = structlog.get_logger("consumer.rebalance")
+
+
+class RebalanceService:
+    """One task that calls ``do_rebalance`` on the schedule above."""
+
+    def __init__(
+        self,
+        do_rebalance: Callable[[], Awaitable[bool]],
+        *,
+        wait_interval_ms: int = 20_000,
+        min_interval_ms: int = 1_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._do_rebalance = do_rebalance
+        self.wait_interval_ms = wait_interval_ms
+        self.min_interval_ms = min_interval_ms
+        self._clock = clock
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.rebalance_count = 0
+
+    def wakeup(self) -> None:
+        """Ask for a rebalance now (coalesced with any other pending request)."""
+        self._wakeup.set()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="rebalance-service")
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        last = float("-inf")
+        wait_s = self.wait_interval_ms / 1000
+        min_s = self.min_interval_ms / 1000
+        while True:
+            try:
+                async with asyncio.timeout(wait_s):
+                    await self._wakeup.wait()
+            except TimeoutError:
+                pass
+            elapsed = self._clock() - last
+            if elapsed < min_s:
+                await asyncio.sleep(min_s - elapsed)
+            self._wakeup.clear()
+            last = self._clock()
+            try:
+                balanced = await self._do_rebalance()
+            except Exception:
+                log.exception("rebalance failed")
+                balanced = False
+            self.rebalance_count += 1
+            wait_s = self.wait_interval_ms / 1000 if balanced else min_s
