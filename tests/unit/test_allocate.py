@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
@@ -458,3 +460,29 @@ def test_strategy_by_name_unknown() -> None:
 def test_every_strategy_satisfies_the_protocol() -> None:
     for strategy in [*CHECKED, AllocateMessageQueueByConfig([])]:
         assert isinstance(strategy, AllocateMessageQueueStrategy)
+
+
+# -- the examples in docs/allocation.md are the code's answers ----------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "allocation.md"
+EXAMPLE = re.compile(r"^(\S+)\s+(\d+) queues (\d+) consumers: (.*)$")
+
+
+def test_docs_examples() -> None:
+    block = DOCS.read_text().split("```allocation-examples\n", 1)[1].split("```", 1)[0]
+    lines = block.strip().splitlines()
+    assert len(lines) >= 5
+    by_name: dict[str, AllocateMessageQueueStrategy] = {
+        "AVG": AllocateMessageQueueAveragely(),
+        "AVG_BY_CIRCLE": AllocateMessageQueueAveragelyByCircle(),
+        "MACHINE_ROOM": AllocateMessageQueueByMachineRoom({"idc1"}),
+    }
+    for line in lines:
+        match = EXAMPLE.match(line)
+        assert match, line
+        name, n, c, shares = match.groups()
+        broker = "idc1@broker-a" if name == "MACHINE_ROOM" else "broker-a"
+        expected = [
+            [int(i) for i in s.split(",") if i.strip()] for s in re.findall(r"\[([^]]*)\]", shares)
+        ]
+        assert ids_of(by_name[name], queues(int(n), broker=broker), cids(int(c))) == expected, line
