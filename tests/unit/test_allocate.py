@@ -486,3 +486,24 @@ def test_docs_examples() -> None:
             [int(i) for i in s.split(",") if i.strip()] for s in re.findall(r"\[([^]]*)\]", shares)
         ]
         assert ids_of(by_name[name], queues(int(n), broker=broker), cids(int(c))) == expected, line
+
+
+def test_unhashable_hash_function_is_computed_without_the_cache() -> None:
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __call__(self, key: str) -> int:
+            return md5_hash(key)
+
+    mq_all, cid_all = queues(10), cids(3)
+    for plain, custom in [
+        (
+            AllocateMessageQueueConsistentHash(),
+            AllocateMessageQueueConsistentHash(10, Unhashable()),
+        ),
+        (
+            AllocateMessageQueueConsistentHashBounded(),
+            AllocateMessageQueueConsistentHashBounded(100, 0.25, Unhashable()),
+        ),
+    ]:
+        assert ids_of(custom, mq_all, cid_all) == ids_of(plain, mq_all, cid_all)
