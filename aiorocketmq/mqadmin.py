@@ -5,30 +5,46 @@ flags and gets an ``AdminContext`` (the name server client, the output stream, `
 Every subcommand takes ``-n host:port[;host:port]`` (default ``$NAMESRV_ADDR``, else
 ``127.0.0.1:9876``) and ``--json`` (one JSON document on stdout, RocketMQ's field names);
 without ``--json`` it prints tables. A failure prints one line on stderr and exits 1.
+
+Subcommands: ``clusterList``, ``topicList``, ``topicRoute`` (name server), ``updateTopic``,
+``topicStatus``, ``sendMessage``, ``consumeMessage`` (topics and messages, on the brokers), and
+``consumerConnection``, ``consumerProgress`` (consumer groups, on the brokers). Broker
+addresses come from the name server: a topic's route, or the masters of the cluster info.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.runtime import run
 from nameserver.client import NameServerClient, parse_namesrv_addr
-from protocol.errors import MQError
+from producer.producer import Producer, SendResult
+from protocol.broker_connections import BrokerConnections
+from protocol.errors import InvalidArgument, MQError, SubscriptionGroupNotExist
+from protocol.message import Message
+from protocol.message_queue import MessageQueue
 from protocol.perm import PermName
-from protocol.v1 import common_pb2, nameserver_pb2
+from protocol.route import MASTER_ID, master_addr, route_to_subscribe_queues
+from protocol.rpc import DEFAULT_RPC_TIMEOUT, call
+from protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
+from protocol.validators import check_group, check_topic
 
 __all__ = [
     "SUB_COMMANDS",
+    "TOOLS_CONSUMER_GROUP",
+    "TOOLS_PRODUCER_GROUP",
     "AdminContext",
+    "AdminError",
     "SubCommand",
     "build_parser",
     "cluster_info_to_json",
@@ -38,15 +54,36 @@ __all__ = [
 ]
 
 DEFAULT_NAMESRV_ADDR = "127.0.0.1:9876"
+# MixAll.TOOLS_CONSUMER_GROUP: the group mqadmin pulls as (it never commits an offset).
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+# The producer group of ``sendMessage``.
+TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
+# Messages asked for per PullMessage of ``consumeMessage`` (the client's pullBatchSize).
+PULL_BATCH_SIZE = 32
+
+
+class AdminError(Exception):
+    """A failure that is not an RPC's: bad flag combination, unknown cluster, no such queue."""
 
 
 @dataclass
 class AdminContext:
-    """What a subcommand works with: the name servers, where to print, and the output mode."""
+    """What a subcommand works with: the name servers, the brokers, where to print, the mode."""
 
     namesrv: NameServerClient
     out: TextIO
     as_json: bool
+    brokers: BrokerConnections = field(default_factory=BrokerConnections)
+    timeout: float = DEFAULT_RPC_TIMEOUT
+    namesrv_addr: str = DEFAULT_NAMESRV_ADDR
+
+    async def broker_call(self, addr: str, method: str, request: Any) -> Any:
+        """Call ``method`` of the broker at ``addr`` with the deadline; errors name the broker."""
+        try:
+            return await call(getattr(self.brokers.stub(addr), method), request, self.timeout)
+        except MQError as e:
+            e.message = f"broker {addr}: {e.message}"
+            raise
 
     def emit_json(self, document: Any) -> None:
         """Print one JSON document (``--json`` mode)."""
@@ -232,6 +269,591 @@ async def topic_route(args: argparse.Namespace, ctx: AdminContext) -> int:
     return 0
 
 
+# -- shared helpers of the broker subcommands ---------------------------------------------------
+
+
+def _queue_to_json(mq: common_pb2.MessageQueue | MessageQueue) -> dict[str, Any]:
+    return {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}
+
+
+def topic_config_to_json(tc: common_pb2.TopicConfig) -> dict[str, Any]:
+    """A ``TopicConfig`` with RocketMQ's field names."""
+    return {
+        "topicName": tc.topic_name,
+        "readQueueNums": tc.read_queue_nums,
+        "writeQueueNums": tc.write_queue_nums,
+        "perm": tc.perm,
+        "topicSysFlag": tc.topic_sys_flag,
+        "order": tc.order,
+    }
+
+
+def _topic_config_text(tc: common_pb2.TopicConfig) -> str:
+    """RocketMQ's ``TopicConfig.toString``."""
+    return (
+        f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+        f"writeQueueNums={tc.write_queue_nums}, perm={PermName.to_string(tc.perm)}, "
+        f"topicSysFlag={tc.topic_sys_flag}, order={str(tc.order).lower()}]"
+    )
+
+
+def _body_to_text(body: bytes) -> tuple[str, str]:
+    """The body as text and how it is encoded: ``utf-8`` when it decodes, else ``base64``."""
+    try:
+        return body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def master_brokers(ctx: AdminContext, cluster: str | None = None) -> list[tuple[str, str]]:
+    """``(broker name, master address)`` of every master, or of ``cluster``'s, by name."""
+    info = await ctx.namesrv.get_broker_cluster_info()
+    if cluster is None:
+        names: Sequence[str] = list(info.broker_addr_table)
+    elif cluster in info.cluster_addr_table:
+        names = list(info.cluster_addr_table[cluster].broker_names)
+    else:
+        known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+        raise AdminError(f"cluster {cluster} not found on the name server (known: {known})")
+    masters = []
+    for name in sorted(names):
+        if name in info.broker_addr_table:
+            addrs = info.broker_addr_table[name].broker_addrs
+            if MASTER_ID in addrs:
+                masters.append((name, addrs[MASTER_ID]))
+    return masters
+
+
+def _route_master(route: common_pb2.TopicRouteData, broker_name: str, topic: str) -> str:
+    addr = master_addr(route, broker_name)
+    if addr is None:
+        raise AdminError(f"broker {broker_name} of topic {topic} has no master address")
+    return addr
+
+
+# -- topics and messages ------------------------------------------------------------------------
+
+
+def _update_topic_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("-b", "--brokerAddr", dest="broker_addr", help="create on this broker")
+    target.add_argument(
+        "-c", "--clusterName", dest="cluster_name", help="create on every master of this cluster"
+    )
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument(
+        "-r",
+        "--readQueueNums",
+        dest="read_queue_nums",
+        type=int,
+        default=8,
+        help="read queue numbers (default %(default)s)",
+    )
+    parser.add_argument(
+        "-w",
+        "--writeQueueNums",
+        dest="write_queue_nums",
+        type=int,
+        default=8,
+        help="write queue numbers (default %(default)s)",
+    )
+    parser.add_argument(
+        "-p", "--perm", type=int, default=6, help="permission: 2 W, 4 R, 6 RW (default 6)"
+    )
+
+
+@sub_command(
+    "updateTopic",
+    "Create or update a topic on a broker (-b) or on every master of a cluster (-c).",
+    _update_topic_arguments,
+)
+async def update_topic(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """UPDATE_AND_CREATE_TOPIC on each target broker; the brokers then re-register the route."""
+    check_topic(args.topic)
+    for flag, value in (("-r", args.read_queue_nums), ("-w", args.write_queue_nums)):
+        if value <= 0:
+            raise InvalidArgument(f"{flag} (queue numbers) must be positive, got {value}")
+    if not PermName.is_valid(args.perm):
+        raise InvalidArgument(f"-p (perm) must be in 0..7, got {args.perm}")
+    topic_config = common_pb2.TopicConfig(
+        topic_name=args.topic,
+        read_queue_nums=args.read_queue_nums,
+        write_queue_nums=args.write_queue_nums,
+        perm=args.perm,
+    )
+    if args.broker_addr:
+        addrs = [args.broker_addr]
+    else:
+        addrs = [addr for _, addr in await master_brokers(ctx, args.cluster_name)]
+        if not addrs:
+            raise AdminError(f"cluster {args.cluster_name} has no master broker")
+    request = broker_pb2.UpdateAndCreateTopicRequest(topic_config=topic_config)
+    for addr in addrs:
+        await ctx.broker_call(addr, "UpdateAndCreateTopic", request)
+        if not ctx.as_json:
+            ctx.out.write(f"create topic to {addr} success.\n")
+    if ctx.as_json:
+        ctx.emit_json({"topicConfig": topic_config_to_json(topic_config), "brokerAddrs": addrs})
+    else:
+        ctx.out.write(_topic_config_text(topic_config) + "\n")
+    return 0
+
+
+@sub_command(
+    "topicStatus", "Show each queue's min and max offset and last update time.", _topic_argument
+)
+async def topic_status(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """GET_TOPIC_STATS_INFO on the master of every broker of the topic's route."""
+    route = await ctx.namesrv.get_route_info_by_topic(args.topic)
+    offsets: list[broker_pb2.TopicOffset] = []
+    for broker_name in sorted({bd.broker_name for bd in route.broker_datas}):
+        addr = _route_master(route, broker_name, args.topic)
+        stats: broker_pb2.GetTopicStatsInfoResponse = await ctx.broker_call(
+            addr, "GetTopicStatsInfo", broker_pb2.GetTopicStatsInfoRequest(topic=args.topic)
+        )
+        offsets.extend(stats.offsets)
+    offsets.sort(key=lambda o: MessageQueue.from_proto(o.message_queue))
+    if ctx.as_json:
+        ctx.emit_json(
+            {
+                "topic": args.topic,
+                "offsetTable": [
+                    {
+                        **_queue_to_json(o.message_queue),
+                        "minOffset": o.min_offset,
+                        "maxOffset": o.max_offset,
+                        "lastUpdateTimestamp": o.last_update_timestamp,
+                    }
+                    for o in offsets
+                ],
+            }
+        )
+        return 0
+    now_ms = _now_ms()
+    ctx.emit_table(
+        ["Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"],
+        [
+            (
+                o.message_queue.broker_name,
+                o.message_queue.queue_id,
+                o.min_offset,
+                o.max_offset,
+                _format_timestamp(o.last_update_timestamp, now_ms),
+            )
+            for o in offsets
+        ],
+    )
+    return 0
+
+
+def _send_message_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument("-p", "--body", required=True, help="message body (sent as UTF-8)")
+    parser.add_argument("-k", "--key", dest="keys", help="message keys")
+    parser.add_argument("-c", "--tags", help="message tags")
+    parser.add_argument("-b", "--broker", dest="broker_name", help="send to this broker name")
+    parser.add_argument("-i", "--qid", dest="queue_id", type=int, help="send to this queue id")
+
+
+def send_result_to_json(result: SendResult) -> dict[str, Any]:
+    """A ``SendResult`` with RocketMQ's field names."""
+    return {
+        "sendStatus": result.send_status.value,
+        "msgId": result.msg_id,
+        "messageQueue": _queue_to_json(result.message_queue),
+        "queueOffset": result.queue_offset,
+    }
+
+
+@sub_command(
+    "sendMessage",
+    "Send one message, anywhere or to one queue (-b BROKER_NAME -i QUEUE_ID).",
+    _send_message_arguments,
+)
+async def send_message(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """SEND_MESSAGE through a producer (route lookup, queue selection, retries)."""
+    if (args.broker_name is None) != (args.queue_id is None):
+        raise AdminError("-b (broker name) and -i (queue id) go together")
+    message = Message(args.topic, args.body.encode("utf-8"), tags=args.tags, keys=args.keys)
+    producer = Producer(TOOLS_PRODUCER_GROUP, ctx.namesrv_addr, send_msg_timeout=ctx.timeout)
+    await producer.start()
+    try:
+        if args.broker_name is None:
+            result = await producer.send(message)
+        else:
+            mq = MessageQueue(args.topic, args.broker_name, args.queue_id)
+            result = await producer.send(message, mq)
+    finally:
+        await producer.shutdown()
+    if ctx.as_json:
+        ctx.emit_json(send_result_to_json(result))
+        return 0
+    ctx.emit_table(
+        ["Broker Name", "QID", "Send Result", "MsgId", "Queue Offset"],
+        [
+            (
+                result.message_queue.broker_name,
+                result.message_queue.queue_id,
+                result.send_status.value,
+                result.msg_id,
+                result.queue_offset,
+            )
+        ],
+    )
+    return 0
+
+
+def _consume_message_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument("-b", "--brokerName", dest="broker_name", help="only this broker's queues")
+    parser.add_argument("-i", "--queueId", dest="queue_id", type=int, help="only this queue id")
+    parser.add_argument(
+        "-o", "--offset", type=int, help="start at this offset (default: each queue's min offset)"
+    )
+    parser.add_argument(
+        "-c",
+        "--messageNumber",
+        dest="count",
+        type=int,
+        default=128,
+        help="messages to print at most, over all queues (default %(default)s)",
+    )
+    parser.add_argument(
+        "-s",
+        "--subExpression",
+        dest="expression",
+        default="*",
+        help="tag expression, e.g. 'TagA || TagB' (default '*')",
+    )
+    parser.add_argument(
+        "-g",
+        "--consumerGroup",
+        dest="group",
+        default=TOOLS_CONSUMER_GROUP,
+        help="the group to pull as (default %(default)s; no offset is committed)",
+    )
+
+
+def message_to_json(m: common_pb2.MessageExt) -> dict[str, Any]:
+    """A pulled message: where it is, its ids, tags, keys and body (text or base64)."""
+    body, encoding = _body_to_text(m.body)
+    return {
+        "topic": m.topic,
+        "brokerName": m.broker_name,
+        "queueId": m.queue_id,
+        "queueOffset": m.queue_offset,
+        "msgId": m.msg_id,
+        "tags": m.tags or None,
+        "keys": m.keys or None,
+        "bornTimestamp": m.born_timestamp,
+        "storeTimestamp": m.store_timestamp,
+        "reconsumeTimes": m.reconsume_times,
+        "properties": dict(sorted(m.properties.items())),
+        "body": body,
+        "bodyEncoding": encoding,
+    }
+
+
+async def _pull_queue(
+    ctx: AdminContext, args: argparse.Namespace, addr: str, mq: MessageQueue, limit: int
+) -> tuple[list[common_pb2.MessageExt], dict[str, Any]]:
+    """Pull ``mq`` from its start offset until it is exhausted or ``limit`` messages came."""
+    if args.offset is not None:
+        offset = args.offset
+    else:
+        found: broker_pb2.QueueOffsetResponse = await ctx.broker_call(
+            addr,
+            "GetMinOffset",
+            broker_pb2.QueueOffsetRequest(topic=mq.topic, queue_id=mq.queue_id),
+        )
+        offset = found.offset
+    summary: dict[str, Any] = {**_queue_to_json(mq), "startOffset": offset}
+    messages: list[common_pb2.MessageExt] = []
+    status = "NO_NEW_MSG"
+    while len(messages) < limit:
+        response: broker_pb2.PullMessageResponse = await ctx.broker_call(
+            addr,
+            "PullMessage",
+            broker_pb2.PullMessageRequest(
+                consumer_group=args.group,
+                topic=mq.topic,
+                queue_id=mq.queue_id,
+                queue_offset=offset,
+                max_msg_nums=min(PULL_BATCH_SIZE, limit - len(messages)),
+                suspend=False,
+                has_subscription=True,
+                sub_expression=args.expression,
+                expression_type="TAG",
+            ),
+        )
+        status = broker_pb2.PullStatus.Name(response.status)
+        summary.update(minOffset=response.min_offset, maxOffset=response.max_offset)
+        if response.status == broker_pb2.FOUND:
+            taken = response.messages[: limit - len(messages)]
+            messages.extend(taken)
+            if len(taken) < len(response.messages):
+                offset = taken[-1].queue_offset + 1
+                break
+        elif response.status != broker_pb2.NO_MATCHED_MSG:
+            break  # NO_NEW_MSG: read to the end; OFFSET_ILLEGAL: nothing at this offset
+        if response.next_begin_offset <= offset:
+            break
+        offset = response.next_begin_offset
+        if offset >= response.max_offset:
+            break
+    summary.update(nextOffset=offset, status=status)
+    return messages, summary
+
+
+@sub_command(
+    "consumeMessage",
+    "Pull and print messages of a topic, or of one broker or queue, without committing.",
+    _consume_message_arguments,
+)
+async def consume_message(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """PULL_MESSAGE (no suspend, the expression in the request) from each queue in turn."""
+    check_topic(args.topic)
+    check_group(args.group)
+    if args.count <= 0:
+        raise InvalidArgument(f"-c (message number) must be positive, got {args.count}")
+    if args.offset is not None and args.offset < 0:
+        raise InvalidArgument(f"-o (offset) must be >= 0, got {args.offset}")
+    route = await ctx.namesrv.get_route_info_by_topic(args.topic)
+    queues = sorted(
+        mq
+        for mq in route_to_subscribe_queues(args.topic, route)
+        if (args.broker_name is None or mq.broker_name == args.broker_name)
+        and (args.queue_id is None or mq.queue_id == args.queue_id)
+    )
+    if not queues:
+        where = " ".join(
+            part
+            for part in (
+                f"on broker {args.broker_name}" if args.broker_name is not None else "",
+                f"with queue id {args.queue_id}" if args.queue_id is not None else "",
+            )
+            if part
+        )
+        raise AdminError(f"topic {args.topic} has no readable queue {where}".rstrip())
+    messages: list[common_pb2.MessageExt] = []
+    summaries: list[dict[str, Any]] = []
+    for mq in queues:
+        if len(messages) >= args.count:
+            break
+        addr = _route_master(route, mq.broker_name, args.topic)
+        got, summary = await _pull_queue(ctx, args, addr, mq, args.count - len(messages))
+        messages.extend(got)
+        summaries.append(summary)
+    if ctx.as_json:
+        ctx.emit_json(
+            {
+                "topic": args.topic,
+                "consumerGroup": args.group,
+                "subExpression": args.expression,
+                "messages": [message_to_json(m) for m in messages],
+                "queues": summaries,
+            }
+        )
+        return 0
+    rows = []
+    for m in messages:
+        body, encoding = _body_to_text(m.body)
+        shown = body.replace("\n", "\\n") if encoding == "utf-8" else f"base64:{body}"
+        rows.append(
+            (
+                m.broker_name,
+                m.queue_id,
+                m.queue_offset,
+                m.msg_id,
+                m.tags or "-",
+                m.keys or "-",
+                shown,
+            )
+        )
+    ctx.emit_table(["Broker Name", "QID", "Offset", "MsgId", "Tags", "Keys", "Body"], rows)
+    ctx.out.write(f"\n{len(messages)} message(s) from {len(summaries)} queue(s)\n")
+    return 0
+
+
+# -- consumer groups ----------------------------------------------------------------------------
+
+
+def _group_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-g", "--consumerGroup", dest="group", required=True, help="consumer group")
+
+
+def _enum_name(enum: Any, value: int) -> str:
+    try:
+        name: str = enum.Name(value)
+    except ValueError:
+        return str(value)
+    return name
+
+
+def consumer_connection_to_json(conn: broker_pb2.ConsumerConnection) -> dict[str, Any]:
+    """A ``ConsumerConnection`` with RocketMQ's field names."""
+    return {
+        "connectionSet": [
+            {
+                "clientId": c.client_id,
+                "clientAddr": c.client_addr,
+                "language": c.language,
+                "version": c.version,
+                "lastUpdateTimestamp": c.last_update_timestamp,
+            }
+            for c in conn.connections
+        ],
+        "subscriptionTable": {
+            s.topic: {
+                "topic": s.topic,
+                "subString": s.sub_string,
+                "tagsSet": list(s.tags_set),
+                "codeSet": list(s.code_set),
+                "subVersion": s.sub_version,
+                "expressionType": s.expression_type,
+            }
+            for s in conn.subscriptions
+        },
+        "consumeType": _enum_name(common_pb2.ConsumeType, conn.consume_type),
+        "messageModel": _enum_name(common_pb2.MessageModel, conn.message_model),
+        "consumeFromWhere": _enum_name(common_pb2.ConsumeFromWhere, conn.consume_from_where),
+    }
+
+
+@sub_command(
+    "consumerConnection",
+    "Show a consumer group's clients and subscriptions (from the first broker that knows it).",
+    _group_argument,
+)
+async def consumer_connection(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """GET_CONSUMER_CONNECTION_LIST, asking the masters in name order."""
+    check_group(args.group)
+    request = broker_pb2.GetConsumerConnectionListRequest(consumer_group=args.group)
+    conn: broker_pb2.ConsumerConnection | None = None
+    answered_by = ""
+    for broker_name, addr in await master_brokers(ctx):
+        try:
+            conn = await ctx.broker_call(addr, "GetConsumerConnectionList", request)
+        except SubscriptionGroupNotExist:
+            continue
+        answered_by = broker_name
+        break
+    if conn is None:
+        raise SubscriptionGroupNotExist(
+            f"the consumer group[{args.group}] is not online on any broker"
+        )
+    document = consumer_connection_to_json(conn)
+    if ctx.as_json:
+        ctx.emit_json({"consumerGroup": args.group, "brokerName": answered_by, **document})
+        return 0
+    ctx.emit_table(
+        ["ClientId", "ClientAddr", "Language", "Version"],
+        [(c.client_id, c.client_addr, c.language, c.version) for c in conn.connections],
+    )
+    ctx.out.write("\nBelow is subscription:\n")
+    ctx.emit_table(
+        ["Topic", "SubExpression"], [(s.topic, s.sub_string) for s in conn.subscriptions]
+    )
+    ctx.out.write(
+        f"\nConsumeType: {document['consumeType']}\n"
+        f"MessageModel: {document['messageModel']}\n"
+        f"ConsumeFromWhere: {document['consumeFromWhere']}\n"
+    )
+    return 0
+
+
+def _consumer_progress_arguments(parser: argparse.ArgumentParser) -> None:
+    _group_argument(parser)
+    parser.add_argument("-t", "--topic", help="only this topic (default: every subscribed topic)")
+
+
+@sub_command(
+    "consumerProgress",
+    "Show a consumer group's progress: per queue broker offset, consumer offset and lag.",
+    _consumer_progress_arguments,
+)
+async def consumer_progress(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """GET_CONSUME_STATS from every master; brokers that do not know the group are skipped."""
+    check_group(args.group)
+    if args.topic is not None:
+        check_topic(args.topic)
+    request = broker_pb2.GetConsumeStatsRequest(consumer_group=args.group, topic=args.topic or "")
+    queues: list[broker_pb2.QueueConsumeStats] = []
+    consume_tps = 0.0
+    known = False
+    for _, addr in await master_brokers(ctx):
+        try:
+            stats: broker_pb2.ConsumeStats = await ctx.broker_call(addr, "GetConsumeStats", request)
+        except SubscriptionGroupNotExist:
+            continue
+        known = True
+        queues.extend(stats.queues)
+        consume_tps += stats.consume_tps
+    if not known:
+        raise SubscriptionGroupNotExist(
+            f"the consumer group[{args.group}] has no subscription or offset on any broker"
+        )
+    queues.sort(key=lambda q: MessageQueue.from_proto(q.message_queue))
+
+    def diff(q: broker_pb2.QueueConsumeStats) -> int:
+        # RocketMQ counts a queue with no committed offset from 0.
+        return q.broker_offset - max(q.consumer_offset, 0)
+
+    diff_total = sum(diff(q) for q in queues)
+    if ctx.as_json:
+        ctx.emit_json(
+            {
+                "consumerGroup": args.group,
+                "offsetTable": [
+                    {
+                        **_queue_to_json(q.message_queue),
+                        "brokerOffset": q.broker_offset,
+                        "consumerOffset": q.consumer_offset,
+                        "diff": diff(q),
+                        "clientId": q.holder_client_id,
+                        "lastTimestamp": q.last_timestamp,
+                    }
+                    for q in queues
+                ],
+                "consumeTps": consume_tps,
+                "diffTotal": diff_total,
+            }
+        )
+        return 0
+    now_ms = _now_ms()
+    ctx.emit_table(
+        [
+            "Topic",
+            "Broker Name",
+            "QID",
+            "Broker Offset",
+            "Consumer Offset",
+            "Client IP",
+            "Diff",
+            "LastTime",
+        ],
+        [
+            (
+                q.message_queue.topic,
+                q.message_queue.broker_name,
+                q.message_queue.queue_id,
+                q.broker_offset,
+                q.consumer_offset,
+                q.holder_client_id or "N/A",
+                diff(q),
+                _format_timestamp(q.last_timestamp, now_ms),
+            )
+            for q in queues
+        ],
+    )
+    ctx.out.write(f"\nConsume TPS: {consume_tps:.2f}\nConsume Diff Total: {diff_total}\n")
+    return 0
+
+
 # -- entry point --------------------------------------------------------------------------------
 
 
@@ -267,8 +889,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _run(args: argparse.Namespace, out: TextIO) -> int:
     async with NameServerClient(args.namesrv_addr, timeout=args.timeout) as namesrv:
-        ctx = AdminContext(namesrv=namesrv, out=out, as_json=args.json)
-        return await SUB_COMMANDS[args.command].execute(args, ctx)
+        ctx = AdminContext(
+            namesrv=namesrv,
+            out=out,
+            as_json=args.json,
+            timeout=args.timeout,
+            namesrv_addr=args.namesrv_addr,
+        )
+        try:
+            return await SUB_COMMANDS[args.command].execute(args, ctx)
+        finally:
+            await ctx.brokers.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -277,7 +908,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging("ERROR")
     try:
         return run(_run(args, sys.stdout))
-    except MQError as e:
+    except (MQError, AdminError) as e:
         print(f"mqadmin {args.command}: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
