@@ -44,6 +44,7 @@ class Narrator:
         self.first_pull_seen: set[tuple[str, str]] = set()
         self.holders: dict[str, list[tuple[float, float | None, str]]] = defaultdict(list)
         self.consumed: dict[str, list[str]] = defaultdict(list)
+        self.last_result: dict[str, list[str]] = {}
 
     def say(self, text: str) -> None:
         print(f"[{time.monotonic() - self.t0:6.2f}s] {text}", file=self.out, flush=True)
@@ -51,7 +52,7 @@ class Narrator:
     def __call__(self, rec: dict[str, Any]) -> None:
         event = rec["event"]
         now = time.monotonic() - self.t0
-        if event == "heartbeat" and rec.get("changed"):
+        if event == "heartbeat" and rec.get("joining"):
             self.say(
                 f"  {rec['broker']}: HEART_BEAT from {_short(rec['client_id'])} registers it in {rec['group']}"
             )
@@ -62,7 +63,12 @@ class Narrator:
             self.say(
                 f"  {rec['broker']}: NOTIFY_CONSUMER_IDS_CHANGED -> {_short(rec['client_id'])}"
             )
-        elif event == "rebalance_result" and rec["topic"] == TOPIC:
+        elif (
+            event == "rebalance_result"
+            and rec["topic"] == TOPIC
+            and self.last_result.get(rec["client_id"]) != rec["result"]
+        ):
+            self.last_result[rec["client_id"]] = rec["result"]
             queues = ", ".join(
                 q.split("brokerName=")[1].rstrip("]").replace(", queueId=", ":")
                 for q in rec["result"]
@@ -72,6 +78,7 @@ class Narrator:
                 f"{len(rec['cid_all'])} consumers -> mine: [{queues}]"
             )
         elif event == "queue_added" and TOPIC in rec["mq"]:
+            self.first_pull_seen.discard((rec["client_id"], rec["mq"]))
             self.holders[rec["mq"]].append((now, None, _short(rec["client_id"])))
         elif event == "queue_dropped" and TOPIC in rec["mq"]:
             spans = self.holders[rec["mq"]]

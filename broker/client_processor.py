@@ -196,6 +196,16 @@ class ClientManageProcessor:
                     retry_topic(group), self.config.retry_queue_nums, PermName.READ | PermName.WRITE
                 )
             subs = [SubscriptionData.from_proto(s) for s in consumer.subscription_data_set]
+            if tracer.enabled:
+                known = self.consumer_manager.get_consumer_group_info(group)
+                joining = known is None or channel not in known.channel_info_table
+                tracer.record(
+                    "heartbeat",
+                    broker=self.config.broker_name,
+                    group=group,
+                    client_id=client_id,
+                    joining=joining,
+                )
             changed = self.consumer_manager.register_consumer(
                 group,
                 info,
@@ -205,13 +215,6 @@ class ClientManageProcessor:
                 subs,
                 self._group_notify_enabled(group),
                 now,
-            )
-            tracer.record(
-                "heartbeat",
-                broker=self.config.broker_name,
-                group=group,
-                client_id=client_id,
-                changed=changed,
             )
             if changed:
                 log.info(

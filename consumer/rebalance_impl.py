@@ -308,7 +308,13 @@ class RebalanceImpl:
         return {mq for mq, pq in self.process_queue_table.items() if not pq.dropped}
 
     def destroy(self) -> None:
-        for pq in self.process_queue_table.values():
+        for mq, pq in sorted(self.process_queue_table.items()):
             pq.dropped = True
+            tracer.record(
+                "queue_dropped",
+                group=self.consumer_group,
+                client_id=self.client.client_id,
+                mq=str(mq),
+            )
         self.process_queue_table.clear()
         self.epochs.clear()
