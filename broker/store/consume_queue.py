@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 from broker.store.config import CQ_STORE_UNIT_SIZE
 
-__all__ = ["CQ_STORE_UNIT_SIZE", "ConsumeQueue"]
+__all__ = ["CQ_STORE_UNIT_SIZE", "CQ_UNIT", "ConsumeQueue"]
 
-_ENTRY = struct.Struct(">qiq")
+CQ_UNIT = struct.Struct(">qiq")
 _READ_BACK_UNITS = 1024
 
 
@@ -122,7 +122,7 @@ class ConsumeQueue:
             )
         if not entries:
             return
-        data = b"".join([_ENTRY.pack(*entry) for entry in entries])
+        data = b"".join([CQ_UNIT.pack(*entry) for entry in entries])
         per = self.units_per_segment
         try:
             done = 0
@@ -209,7 +209,7 @@ class ConsumeQueue:
                 )
                 units = len(data) // CQ_STORE_UNIT_SIZE
                 for i in range(units - 1, -1, -1):
-                    offset, size, _ = _ENTRY.unpack_from(data, i * CQ_STORE_UNIT_SIZE)
+                    offset, size, _ = CQ_UNIT.unpack_from(data, i * CQ_STORE_UNIT_SIZE)
                     if keep(offset, size):
                         return seg.start + begin + i, offset, size
                 end = begin
@@ -233,7 +233,7 @@ class ConsumeQueue:
         data = self.read_units(offset, 1)
         if data is None:
             return None
-        unit: tuple[int, int, int] = _ENTRY.unpack(data)
+        unit: tuple[int, int, int] = CQ_UNIT.unpack(data)
         return unit if unit[1] > 0 else None
 
     def get_offset_in_queue_by_time(
@@ -276,7 +276,7 @@ class ConsumeQueue:
             seg = self._segments[0]
             if seg.count:
                 data = os.pread(seg.fd, CQ_STORE_UNIT_SIZE, (seg.count - 1) * CQ_STORE_UNIT_SIZE)
-                last_offset = _ENTRY.unpack(data)[0] if len(data) == CQ_STORE_UNIT_SIZE else 0
+                last_offset = CQ_UNIT.unpack(data)[0] if len(data) == CQ_STORE_UNIT_SIZE else 0
                 if last_offset >= commit_log_min_offset:
                     break
             self._close_segment(self._segments.pop(0), unlink=True)
@@ -298,7 +298,7 @@ class ConsumeQueue:
                 units = min(_READ_BACK_UNITS, seg.count - begin)
                 data = os.pread(seg.fd, units * CQ_STORE_UNIT_SIZE, begin * CQ_STORE_UNIT_SIZE)
                 for i in range(len(data) // CQ_STORE_UNIT_SIZE):
-                    phys, size, _ = _ENTRY.unpack_from(data, i * CQ_STORE_UNIT_SIZE)
+                    phys, size, _ = CQ_UNIT.unpack_from(data, i * CQ_STORE_UNIT_SIZE)
                     if size > 0 and phys >= commit_log_min_offset:
                         self.min_offset = seg.start + begin + i
                         return

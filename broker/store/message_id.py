@@ -12,6 +12,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from urllib.parse import unquote
@@ -53,6 +54,7 @@ def parse_host(address: str) -> tuple[bytes, int]:
     return ipaddress.ip_address(host).packed, port
 
 
+@functools.lru_cache(maxsize=4096)
 def format_host(ip: bytes, port: int) -> str:
     """``"a.b.c.d:port"`` or ``"[v6]:port"``."""
     if len(ip) == 4:

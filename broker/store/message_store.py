@@ -68,7 +68,7 @@ from broker.store.commit_log import (
     tags_string_to_tags_code,
 )
 from broker.store.config import MessageStoreConfig
-from broker.store.consume_queue import ConsumeQueue
+from broker.store.consume_queue import CQ_UNIT, ConsumeQueue
 from broker.store.message_id import create_message_id, parse_host
 from protocol.errors import (
     InvalidArgument,
@@ -757,6 +757,7 @@ class MessageStore:
 
     async def delete_expired_files(self) -> int:
         """One retention pass (see the module notes); how many commit-log segments went."""
+        self._check_running()
         reserved_ms = self.config.file_reserved_time_hours * 3_600_000
         async with self._commit_log_lock:
             deleted = self._commit_log.delete_expired(self._clock(), reserved_ms)
@@ -812,10 +813,17 @@ class MessageStore:
                 GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset
             )
         if offset > max_offset:
+            # RocketMQ 4.x corrected to min_offset when that was 0; current RocketMQ: max_offset.
             return GetMessageResult(
                 GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
             )
-        units = cq.read_units(offset, max(MAX_FILTER_UNITS, max_nums))
+        if expression is not None and expression.matches_all:
+            expression = None
+        max_nums = max(1, max_nums)
+        # Unfiltered reads take what they return; filtered ones look further ahead.
+        units = cq.read_units(
+            offset, max_nums if expression is None else max(MAX_FILTER_UNITS, max_nums)
+        )
         if units is None:
             return GetMessageResult(
                 GetMessageStatus.OFFSET_FOUND_NULL,
@@ -823,14 +831,11 @@ class MessageStore:
                 min_offset,
                 max_offset,
             )
-        if expression is not None and expression.matches_all:
-            expression = None
-        max_nums = max(1, max_nums)
         physical_min = self._commit_log.min_offset
         chosen: list[tuple[int, int]] = []
         total = 0
         scanned = 0
-        for physical, size, tags_code in struct.iter_unpack(">qiq", units):
+        for physical, size, tags_code in CQ_UNIT.iter_unpack(units):
             if len(chosen) >= max_nums or (
                 max_bytes is not None and chosen and total + size > max_bytes
             ):
