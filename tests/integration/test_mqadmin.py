@@ -1,0 +1,553 @@
+"""``mqadmin``'s broker subcommands, in-process, against a name server and two brokers.
+
+``mqadmin.main()`` runs its own event loop, so it cannot be called from a running one: the
+cluster (and any producer or consumer a test needs) lives on a loop in a background thread, and
+the tests are plain functions that call ``main([...])`` and read what it printed. One cluster
+serves the whole module; each test uses its own topics and groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import threading
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from aiorocketmq import mqadmin
+from aiorocketmq.local_cluster import LocalCluster
+from consumer import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageExt, PushConsumer
+from consumer.client_config import ClientConfig
+from nameserver.client import NameServerClient
+from producer import Message, Producer
+from protocol.broker_connections import BrokerConnections
+from protocol.errors import MQError
+from protocol.message_queue import MessageQueue
+from protocol.rpc import call
+from protocol.v1 import broker_pb2
+from tests.helpers import free_port, wait_until, wait_until_sync
+
+T = TypeVar("T")
+
+FAST = {"register_name_server_period_ms": 200, "flush_consumer_offset_interval_ms": 200}
+
+
+class BackgroundCluster:
+    """A ``LocalCluster`` of two brokers on an event loop in a daemon thread."""
+
+    def __init__(self, root: Path) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="cluster", daemon=True)
+        self.cluster = LocalCluster(root, brokers=2, broker_overrides=FAST)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        """Run ``coro`` on the cluster's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def start(self) -> None:
+        self.thread.start()
+        self.run(self.cluster.start())
+
+    def stop(self) -> None:
+        try:
+            self.run(self.cluster.shutdown())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self.cluster.namesrv_addr
+
+    def addr(self, broker_name: str) -> str:
+        return self.cluster.broker(broker_name).address
+
+
+@pytest.fixture(scope="module")
+def bg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundCluster]:
+    cluster = BackgroundCluster(tmp_path_factory.mktemp("mqadmin"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def admin(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, *argv: str
+) -> tuple[int, str, str]:
+    """``mqadmin argv -n <the cluster>``: its exit code, stdout and stderr."""
+    capsys.readouterr()
+    code = mqadmin.main([*argv, "-n", bg.namesrv_addr])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def admin_json(capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, *argv: str) -> Any:
+    code, out, err = admin(capsys, bg, *argv, "--json")
+    assert code == 0, err
+    assert err == ""
+    return json.loads(out)
+
+
+def cells(line: str) -> list[str]:
+    """The cells of a table line (columns are at least two spaces apart)."""
+    return re.split(r"\s{2,}", line.strip())
+
+
+def one_error_line(code: int, out: str, err: str) -> str:
+    """The single stderr line of a failed run (exit 1, nothing on stdout)."""
+    assert code == 1, (out, err)
+    assert out == ""
+    [line] = err.strip().splitlines()
+    return line
+
+
+def wait_routed(bg: BackgroundCluster, topic: str, brokers: set[str]) -> None:
+    """Wait until the name server routes ``topic`` to exactly ``brokers``."""
+
+    async def routed() -> bool:
+        async with NameServerClient(bg.namesrv_addr) as ns:
+            try:
+                route = await ns.get_route_info_by_topic(topic)
+            except MQError:
+                return False
+        return {qd.broker_name for qd in route.queue_datas} == brokers
+
+    bg.run(wait_until(routed, timeout=10, message=f"route of {topic} on {sorted(brokers)}"))
+
+
+def create_topic(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, topic: str, queues: int
+) -> None:
+    code, _, err = admin(
+        capsys, bg, "updateTopic", "-c", "DefaultCluster", "-t", topic,
+        "-r", str(queues), "-w", str(queues),
+    )  # fmt: skip
+    assert code == 0, err
+    wait_routed(bg, topic, {"broker-a", "broker-b"})
+
+
+def send(bg: BackgroundCluster, sends: list[tuple[MessageQueue, Message]]) -> None:
+    """Send each message to its queue with a producer on the cluster's loop."""
+
+    async def go() -> None:
+        async with Producer("mqadmin_test_pg", bg.namesrv_addr) as producer:
+            for mq, message in sends:
+                await producer.send(message, mq)
+
+    bg.run(go())
+
+
+# -- updateTopic --------------------------------------------------------------------------------
+
+
+def test_update_topic_on_every_master_of_a_cluster(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    code, out, err = admin(
+        capsys, bg, "updateTopic", "-c", "DefaultCluster", "-t", "AdminTopic", "-r", "4", "-w", "4"
+    )
+    assert code == 0, err
+    assert out.splitlines() == [
+        f"create topic to {bg.addr('broker-a')} success.",
+        f"create topic to {bg.addr('broker-b')} success.",
+        "TopicConfig [topicName=AdminTopic, readQueueNums=4, writeQueueNums=4, perm=RW-, "
+        "topicSysFlag=0, order=false]",
+    ]
+    wait_routed(bg, "AdminTopic", {"broker-a", "broker-b"})
+    route = admin_json(capsys, bg, "topicRoute", "-t", "AdminTopic")
+    assert sorted(
+        (q["brokerName"], q["readQueueNums"], q["perm"]) for q in route["queueDatas"]
+    ) == [
+        ("broker-a", 4, 6),
+        ("broker-b", 4, 6),
+    ]
+
+
+def test_update_topic_on_one_broker_with_defaults_then_update_it(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    document = admin_json(capsys, bg, "updateTopic", "-b", bg.addr("broker-a"), "-t", "OnlyA")
+    assert document == {
+        "topicConfig": {
+            "topicName": "OnlyA",
+            "readQueueNums": 8,
+            "writeQueueNums": 8,
+            "perm": 6,
+            "topicSysFlag": 0,
+            "order": False,
+        },
+        "brokerAddrs": [bg.addr("broker-a")],
+    }
+    wait_routed(bg, "OnlyA", {"broker-a"})
+
+    admin_json(
+        capsys, bg, "updateTopic", "--brokerAddr", bg.addr("broker-a"), "--topic", "OnlyA",
+        "-r", "2", "-w", "3", "-p", "4",
+    )  # fmt: skip
+
+    async def updated() -> bool:
+        async with NameServerClient(bg.namesrv_addr) as ns:
+            route = await ns.get_route_info_by_topic("OnlyA")
+        [qd] = route.queue_datas
+        return (qd.read_queue_nums, qd.write_queue_nums, qd.perm) == (2, 3, 4)
+
+    bg.run(wait_until(updated, timeout=10, message="OnlyA updated on the name server"))
+
+
+def test_update_topic_failures_are_one_line_and_exit_1(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    line = one_error_line(*admin(capsys, bg, "updateTopic", "-c", "NoSuchCluster", "-t", "X"))
+    assert line.startswith("mqadmin updateTopic: ")
+    assert "NoSuchCluster" in line and "DefaultCluster" in line
+
+    line = one_error_line(
+        *admin(capsys, bg, "updateTopic", "-c", "DefaultCluster", "-t", "X", "-p", "9")
+    )
+    assert "perm" in line and "9" in line
+
+    line = one_error_line(*admin(capsys, bg, "updateTopic", "-c", "DefaultCluster", "-t", "a b"))
+    assert "illegal characters" in line
+
+    line = one_error_line(
+        *admin(capsys, bg, "updateTopic", "-c", "DefaultCluster", "-t", "X", "-r", "0")
+    )
+    assert "-r" in line
+
+    dead = f"127.0.0.1:{free_port()}"
+    line = one_error_line(
+        *admin(capsys, bg, "updateTopic", "-b", dead, "-t", "X", "--timeout", "1")
+    )
+    assert dead in line and "SERVICE_NOT_AVAILABLE" in line
+
+    with pytest.raises(SystemExit) as exc:  # -b and -c exclude each other (argparse: exit 2)
+        mqadmin.main(["updateTopic", "-b", dead, "-c", "DefaultCluster", "-t", "X"])
+    assert exc.value.code == 2
+
+
+# -- sendMessage and topicStatus ----------------------------------------------------------------
+
+
+def test_send_message_to_a_queue_and_anywhere(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "SendTopic", queues=2)
+    results = [
+        admin_json(
+            capsys, bg, "sendMessage", "-t", "SendTopic", "-p", f"m{i}", "-b", "broker-b", "-i", "1"
+        )
+        for i in range(3)
+    ]
+    assert [r["queueOffset"] for r in results] == [0, 1, 2]
+    for r in results:
+        assert r["sendStatus"] == "SEND_OK"
+        assert r["messageQueue"] == {"topic": "SendTopic", "brokerName": "broker-b", "queueId": 1}
+        assert len(r["msgId"]) == 32
+    assert len({r["msgId"] for r in results}) == 3
+
+    anywhere = admin_json(
+        capsys, bg, "sendMessage", "-t", "SendTopic", "-p", "x", "-k", "K1 K2", "-c", "TagA"
+    )
+    assert anywhere["sendStatus"] == "SEND_OK"
+    assert anywhere["messageQueue"]["brokerName"] in ("broker-a", "broker-b")
+
+    code, out, err = admin(
+        capsys, bg, "sendMessage", "-t", "SendTopic", "-p", "t", "-b", "broker-a", "-i", "0"
+    )
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert cells(header) == ["#Broker Name", "#QID", "#Send Result", "#MsgId", "#Queue Offset"]
+    assert cells(row)[:3] == ["broker-a", "0", "SEND_OK"]
+
+    line = one_error_line(
+        *admin(capsys, bg, "sendMessage", "-t", "SendTopic", "-p", "x", "-b", "broker-a")
+    )
+    assert "-b" in line and "-i" in line
+    line = one_error_line(
+        *admin(capsys, bg, "sendMessage", "-t", "SendTopic", "-p", "x", "-b", "broker-z", "-i", "0")
+    )
+    assert "broker-z" in line
+    line = one_error_line(
+        *admin(capsys, bg, "sendMessage", "-t", "SendTopic", "-p", "x", "-b", "broker-a", "-i", "7")
+    )
+    assert "mqadmin sendMessage: " in line
+
+
+def test_topic_status_shows_each_queues_offsets(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "StatusTopic", queues=2)
+    a1 = MessageQueue("StatusTopic", "broker-a", 1)
+    b0 = MessageQueue("StatusTopic", "broker-b", 0)
+    send(bg, [(a1, Message("StatusTopic", b"x"))] * 3 + [(b0, Message("StatusTopic", b"y"))])
+
+    status = admin_json(capsys, bg, "topicStatus", "-t", "StatusTopic")
+    assert status["topic"] == "StatusTopic"
+    table = status["offsetTable"]
+    assert [(q["brokerName"], q["queueId"], q["minOffset"], q["maxOffset"]) for q in table] == [
+        ("broker-a", 0, 0, 0),
+        ("broker-a", 1, 0, 3),
+        ("broker-b", 0, 0, 1),
+        ("broker-b", 1, 0, 0),
+    ]
+    assert [q["lastUpdateTimestamp"] > 0 for q in table] == [False, True, True, False]
+
+    code, out, err = admin(capsys, bg, "topicStatus", "-t", "StatusTopic")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert cells(lines[0]) == [
+        "#Broker Name",
+        "#QID",
+        "#Min Offset",
+        "#Max Offset",
+        "#Last Updated",
+    ]
+    assert cells(lines[1]) == ["broker-a", "0", "0", "0", "-"]
+    assert cells(lines[2])[:4] == ["broker-a", "1", "0", "3"]
+
+    line = one_error_line(*admin(capsys, bg, "topicStatus", "-t", "NoSuchTopic"))
+    assert "NoSuchTopic" in line and "TOPIC_NOT_EXIST" in line
+
+
+# -- consumeMessage -----------------------------------------------------------------------------
+
+
+def test_consume_message_reads_every_queue_filters_and_limits(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    topic = "ConsumeTopic"
+    create_topic(capsys, bg, topic, queues=2)
+    a0 = MessageQueue(topic, "broker-a", 0)
+    b1 = MessageQueue(topic, "broker-b", 1)
+    send(
+        bg,
+        [
+            (a0, Message(topic, b"a-0", tags="TagA", keys="k0")),
+            (a0, Message(topic, b"a-1", tags="TagB")),
+            (a0, Message(topic, b"\xff\xfe binary", tags="TagC")),
+            (b1, Message(topic, "b-0 \u00e9".encode(), tags="TagA", keys="k1 k2")),
+            (b1, Message(topic, b"b-1\nline 2")),
+        ],
+    )
+
+    document = admin_json(capsys, bg, "consumeMessage", "-t", topic)
+    assert document["consumerGroup"] == "TOOLS_CONSUMER"
+    messages = document["messages"]
+    assert [(m["brokerName"], m["queueId"], m["queueOffset"]) for m in messages] == [
+        ("broker-a", 0, 0), ("broker-a", 0, 1), ("broker-a", 0, 2),
+        ("broker-b", 1, 0), ("broker-b", 1, 1),
+    ]  # fmt: skip
+    assert [(m["body"], m["bodyEncoding"]) for m in messages] == [
+        ("a-0", "utf-8"),
+        ("a-1", "utf-8"),
+        (base64.b64encode(b"\xff\xfe binary").decode(), "base64"),
+        ("b-0 \u00e9", "utf-8"),
+        ("b-1\nline 2", "utf-8"),
+    ]
+    assert [m["tags"] for m in messages] == ["TagA", "TagB", "TagC", "TagA", None]
+    assert [m["keys"] for m in messages] == ["k0", None, None, "k1 k2", None]
+    assert all(len(m["msgId"]) == 32 and m["topic"] == topic for m in messages)
+    assert len(document["queues"]) == 4
+    by_queue = {(q["brokerName"], q["queueId"]): q for q in document["queues"]}
+    assert by_queue[("broker-a", 0)]["nextOffset"] == 3
+    assert by_queue[("broker-a", 1)]["status"] == "NO_NEW_MSG"
+
+    tagged = admin_json(capsys, bg, "consumeMessage", "-t", topic, "-s", "TagA || TagC")
+    assert [m["tags"] for m in tagged["messages"]] == ["TagA", "TagC", "TagA"]
+
+    one_queue = admin_json(
+        capsys, bg, "consumeMessage", "-t", topic, "-b", "broker-a", "-i", "0", "-o", "1"
+    )
+    assert [m["queueOffset"] for m in one_queue["messages"]] == [1, 2]
+    assert [(q["brokerName"], q["queueId"]) for q in one_queue["queues"]] == [("broker-a", 0)]
+
+    limited = admin_json(capsys, bg, "consumeMessage", "-t", topic, "-c", "4")
+    assert [m["body"] for m in limited["messages"]][:2] == ["a-0", "a-1"]
+    assert len(limited["messages"]) == 4
+
+    code, out, err = admin(capsys, bg, "consumeMessage", "-t", topic, "-b", "broker-b")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert cells(lines[0]) == [
+        "#Broker Name",
+        "#QID",
+        "#Offset",
+        "#MsgId",
+        "#Tags",
+        "#Keys",
+        "#Body",
+    ]
+    assert lines[1].endswith("b-0 \u00e9")
+    assert lines[2].endswith("b-1\\nline 2")
+    assert lines[-1] == "2 message(s) from 2 queue(s)"
+
+    line = one_error_line(*admin(capsys, bg, "consumeMessage", "-t", topic, "-b", "broker-z"))
+    assert "broker-z" in line
+    line = one_error_line(*admin(capsys, bg, "consumeMessage", "-t", topic, "-i", "5"))
+    assert "queue id 5" in line
+
+    # mqadmin pulls without committing: its group has no offsets anywhere.
+    line = one_error_line(*admin(capsys, bg, "consumerProgress", "-g", "TOOLS_CONSUMER"))
+    assert "SUBSCRIPTION_GROUP_NOT_EXIST" in line
+
+
+# -- consumerConnection and consumerProgress ----------------------------------------------------
+
+
+def test_consumer_connection_and_progress_of_a_live_consumer(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    topic, group = "GroupTopic", "mqadmin_live_group"
+    create_topic(capsys, bg, topic, queues=2)
+    consumed: list[bytes] = []
+
+    async def listener(
+        msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus:
+        consumed.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def start() -> PushConsumer:
+        consumer = PushConsumer(
+            group,
+            bg.namesrv_addr,
+            instance_name="mqadmin-test",
+            client_config=ClientConfig(
+                persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000
+            ),
+        )
+        consumer.subscribe(topic, "TagA || TagB")
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        return consumer
+
+    consumer = bg.run(start())
+    try:
+        bodies = [b"g%d" % i for i in range(6)]
+        sends = [
+            (MessageQueue(topic, broker, i % 2), Message(topic, body, tags="TagA"))
+            for i, (broker, body) in enumerate(
+                zip(["broker-a", "broker-b"] * 3, bodies, strict=True)
+            )
+        ]
+        wait_until_sync(
+            lambda: len({mq for mq in consumer.assigned_queues if mq.topic == topic}) == 4,
+            timeout=15,
+            message="the consumer holds the topic's 4 queues",
+        )
+        send(bg, sends)
+        wait_until_sync(
+            lambda: sorted(consumed) == bodies, timeout=15, message="6 messages consumed"
+        )
+
+        conn = admin_json(capsys, bg, "consumerConnection", "-g", group)
+        assert conn["consumerGroup"] == group
+        assert conn["brokerName"] == "broker-a"
+        [client] = conn["connectionSet"]
+        assert client["clientId"] == consumer.client_id
+        assert client["clientAddr"] and client["language"]
+        assert conn["subscriptionTable"][topic]["subString"] == "TagA || TagB"
+        assert sorted(conn["subscriptionTable"][topic]["tagsSet"]) == ["TagA", "TagB"]
+        assert conn["consumeType"] == "CONSUME_PASSIVELY"
+        assert conn["messageModel"] == "CLUSTERING"
+        assert conn["consumeFromWhere"] == "CONSUME_FROM_LAST_OFFSET"
+
+        code, out, err = admin(capsys, bg, "consumerConnection", "-g", group)
+        assert code == 0, err
+        assert consumer.client_id in out
+        assert "Below is subscription:" in out
+        assert "ConsumeType: CONSUME_PASSIVELY" in out.splitlines()
+
+        def caught_up() -> bool:
+            progress = admin_json(capsys, bg, "consumerProgress", "-g", group)
+            committed = sum(max(q["consumerOffset"], 0) for q in progress["offsetTable"])
+            return bool(progress["diffTotal"] == 0 and committed == 6)
+
+        wait_until_sync(caught_up, timeout=15, message="the group's offsets committed")
+        progress = admin_json(capsys, bg, "consumerProgress", "-g", group)
+        rows = [
+            (q["topic"], q["brokerName"], q["queueId"], q["brokerOffset"], q["consumerOffset"])
+            for q in progress["offsetTable"]
+        ]
+        # The group's retry topic is subscribed too (RocketMQ's %RETRY%<group>), and sorts first.
+        retry = f"%RETRY%{group}"
+        assert rows == [
+            (retry, "broker-a", 0, 0, -1),
+            (retry, "broker-b", 0, 0, -1),
+            (topic, "broker-a", 0, 3, 3),
+            (topic, "broker-a", 1, 0, -1),
+            (topic, "broker-b", 0, 0, -1),
+            (topic, "broker-b", 1, 3, 3),
+        ]
+    finally:
+        bg.run(consumer.shutdown())
+
+    line = one_error_line(*admin(capsys, bg, "consumerConnection", "-g", group))
+    assert group in line and "SUBSCRIPTION_GROUP_NOT_EXIST" in line
+    # The offsets outlive the consumer: its progress can still be read.
+    assert admin_json(capsys, bg, "consumerProgress", "-g", group)["diffTotal"] == 0
+
+
+def test_consumer_progress_counts_the_lag_and_skips_brokers_without_the_group(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    topic, group = "LagTopic", "mqadmin_lag_group"
+    create_topic(capsys, bg, topic, queues=2)
+    a0 = MessageQueue(topic, "broker-a", 0)
+    b1 = MessageQueue(topic, "broker-b", 1)
+    send(bg, [(a0, Message(topic, b"a"))] * 5 + [(b1, Message(topic, b"b"))] * 3)
+
+    async def commit() -> None:
+        conns = BrokerConnections()
+        try:
+            await call(
+                conns.stub(bg.addr("broker-a")).UpdateConsumerOffset,
+                broker_pb2.UpdateConsumerOffsetRequest(
+                    consumer_group=group,
+                    offsets=[broker_pb2.OffsetCommit(topic=topic, queue_id=0, offset=2)],
+                ),
+            )
+        finally:
+            await conns.close()
+
+    bg.run(commit())
+
+    # broker-b has never heard of the group: it is skipped.
+    progress = admin_json(capsys, bg, "consumerProgress", "-g", group)
+    assert progress["consumerGroup"] == group
+    assert [
+        (q["brokerName"], q["queueId"], q["brokerOffset"], q["consumerOffset"], q["diff"])
+        for q in progress["offsetTable"]
+    ] == [("broker-a", 0, 5, 2, 3), ("broker-a", 1, 0, -1, 0)]
+    assert progress["diffTotal"] == 3
+
+    # Asked for the topic, broker-b answers too: nothing committed there, all of it is lag.
+    progress = admin_json(capsys, bg, "consumerProgress", "-g", group, "-t", topic)
+    assert [(q["brokerName"], q["queueId"], q["diff"]) for q in progress["offsetTable"]] == [
+        ("broker-a", 0, 3), ("broker-a", 1, 0), ("broker-b", 0, 0), ("broker-b", 1, 3),
+    ]  # fmt: skip
+    assert progress["diffTotal"] == 6
+
+    code, out, err = admin(capsys, bg, "consumerProgress", "-g", group)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert cells(lines[0]) == [
+        "#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP",
+        "#Diff", "#LastTime",
+    ]  # fmt: skip
+    assert cells(lines[1])[:7] == [topic, "broker-a", "0", "5", "2", "N/A", "3"]
+    assert lines[-2:] == ["Consume TPS: 0.00", "Consume Diff Total: 3"]
+
+    line = one_error_line(*admin(capsys, bg, "consumerProgress", "-g", "nobody_group"))
+    assert line.startswith("mqadmin consumerProgress: ")
+    assert "nobody_group" in line and "SUBSCRIPTION_GROUP_NOT_EXIST" in line
+    line = one_error_line(*admin(capsys, bg, "consumerConnection", "-g", "nobody_group"))
+    assert "nobody_group" in line
