@@ -165,6 +165,26 @@ class ConsumeQueue:
         self._starts.append(start)
         return seg
 
+    def repair(self, offset: int, entry: tuple[int, int, int]) -> bool:
+        """Make the entry at ``offset`` (below ``max_offset``) equal ``entry``; whether it was not.
+
+        Recovery uses it for entries written after the last checkpoint: a crash may have kept a
+        file's length but not every page of it, leaving zeros (blanks) inside.
+        """
+        seg = self._segment_for(offset)
+        if seg is None:
+            return False
+        packed = CQ_UNIT.pack(*entry)
+        position = (offset - seg.start) * CQ_STORE_UNIT_SIZE
+        if os.pread(seg.fd, CQ_STORE_UNIT_SIZE, position) == packed:
+            return False
+        os.pwrite(seg.fd, packed, position)
+        self._dirty.add(seg)
+        if offset < self.min_offset:
+            self.min_offset = offset
+        self.max_physic_offset = max(self.max_physic_offset, entry[0] + entry[1])
+        return True
+
     def truncate(self, offset: int) -> None:
         """Drop the entries at ``offset`` and after (the first segment file always stays)."""
         while len(self._segments) > 1 and self._segments[-1].start >= offset:

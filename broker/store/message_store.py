@@ -256,6 +256,7 @@ class MessageStore:
         self._inflight: set[asyncio.Future[Any]] = set()
         self._listeners: list[ArrivalListener] = []
         self._born_hosts: dict[str, tuple[bytes, int]] = {}
+        self._started = False
         self._running = False
         self._closed = False
         self.flush_count = 0
@@ -278,6 +279,7 @@ class MessageStore:
             self._close_files()
             self._closed = True
             raise
+        self._started = True
         self._checkpoint_offset = self._commit_log.max_offset
         self._last_physical_min_offset = self._commit_log.min_offset
         self._running = True
@@ -299,6 +301,9 @@ class MessageStore:
     async def shutdown(self) -> None:
         """Stop the tasks, flush everything, close the files. Idempotent."""
         if self._closed:
+            return
+        if not self._started:
+            self._closed = True
             return
         self._running = False
         tasks = list(self._tasks)
@@ -397,37 +402,35 @@ class MessageStore:
             if not os.path.isdir(topic_dir) or not _storable_topic(topic):
                 continue
             for name in os.listdir(topic_dir):
-                if not name.isdigit() or int(name) > _MAX_QUEUE_ID:
+                queue_dir = os.path.join(topic_dir, name)
+                if not name.isdigit() or int(name) > _MAX_QUEUE_ID or not os.path.isdir(queue_dir):
                     continue
                 cq = ConsumeQueue(
-                    topic, int(name), os.path.join(topic_dir, name),
-                    self.config.mapped_file_size_consume_queue,
+                    topic, int(name), queue_dir, self.config.mapped_file_size_consume_queue
                 )
                 cq.load()
                 self._consume_queue_table.setdefault(topic, {})[int(name)] = cq
 
     def _dispatch_on_recovery(self, request: DispatchRequest, logics_offset: int) -> bool:
-        """Index one scanned record if its queue lacks it; whether it did."""
-        cq = self._consume_queue_table.get(request.topic, {}).get(request.queue_id)
+        """Index one scanned record if its queue lacks it; whether it wrote an entry.
+
+        Below the checkpoint (``logics_offset``) entries are durable: only a queue cut short
+        is extended. From the checkpoint on, each entry is checked, and rewritten if wrong.
+        """
+        cq = self._find_consume_queue(request.topic, request.queue_id)
         if cq is None:
             if request.commit_log_offset < logics_offset or not _storable_topic(request.topic):
                 return False  # the queue was deleted after this record
             cq = self._find_or_create_consume_queue(request.topic, request.queue_id)
-        if request.commit_log_offset < cq.max_physic_offset:
-            return False  # indexed already (or from before the queue was deleted and re-made)
-        if request.consume_queue_offset < cq.max_offset:
-            log.warning(
-                "commit log record conflicts with its consume queue, not indexed",
-                topic=request.topic,
-                queue_id=request.queue_id,
-                queue_offset=request.consume_queue_offset,
-                commit_log_offset=request.commit_log_offset,
-            )
+        entry = (request.commit_log_offset, request.msg_size, request.tags_code)
+        if request.consume_queue_offset >= cq.max_offset:
+            if request.commit_log_offset < cq.max_physic_offset:
+                return False  # from before the queue was deleted and made again
+            cq.append(request.consume_queue_offset, [entry])
+        elif request.commit_log_offset < logics_offset or not cq.repair(
+            request.consume_queue_offset, entry
+        ):
             return False
-        cq.append(
-            request.consume_queue_offset,
-            [(request.commit_log_offset, request.msg_size, request.tags_code)],
-        )
         self._dirty_queues.add(cq)
         return True
 

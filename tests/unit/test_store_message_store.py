@@ -398,6 +398,26 @@ async def test_recovery_rebuilds_queues_when_the_checkpoint_is_gone(
         assert [len(read_all(store, q)) for q in (0, 1)] == [6, 6]
 
 
+def zero_entries_and_lose_checkpoint(config: MessageStoreConfig, first: int, count: int) -> None:
+    """A crash kept the consume queue's length but not all its pages, and no checkpoint."""
+    Path(config.store_checkpoint).unlink()
+    cq_file = Path(config.store_path_consume_queue) / TOPIC / "0" / ("0" * 20)
+    with cq_file.open("r+b") as f:
+        f.seek(20 * first)
+        f.write(bytes(20 * count))
+
+
+async def test_recovery_repairs_blank_entries_after_the_checkpoint(
+    config: MessageStoreConfig,
+) -> None:
+    await fill_two_queues(config, batches=3)
+    zero_entries_and_lose_checkpoint(config, 1, 2)
+    async with running(config) as store:
+        assert store.get_max_offset(TOPIC, 0) == 6
+        expected = [f"q0b{b}-{i}".encode() * 20 for b in range(3) for i in range(2)]
+        assert read_all(store, 0) == expected
+
+
 async def test_consume_queue_entries_past_the_commit_log_are_cut(
     config: MessageStoreConfig,
 ) -> None:
@@ -530,6 +550,7 @@ async def test_lifecycle_owns_its_tasks(config: MessageStoreConfig) -> None:
         await put(store)
     with pytest.raises(RuntimeError):
         await store.start()
+    await MessageStore(config).shutdown()  # never started: nothing to do
 
 
 def test_config_validation(tmp_path: Path) -> None:
