@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import re
+import sys
 import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import structlog
 
 from aiorocketmq import mqadmin
 from aiorocketmq.local_cluster import LocalCluster
@@ -69,14 +72,46 @@ class BackgroundCluster:
         return self.cluster.broker(broker_name).address
 
 
+class _Stderr:
+    """Whatever ``sys.stderr`` is at the time of each write (capsys swaps it per test)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _quiet_logging() -> None:
+    """Errors only, to the current stderr: the cluster's info logs must not reach stdout."""
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
+    )
+
+
 @pytest.fixture(scope="module")
 def bg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundCluster]:
+    saved = structlog.get_config()
+    _quiet_logging()
     cluster = BackgroundCluster(tmp_path_factory.mktemp("mqadmin"))
-    cluster.start()
     try:
+        cluster.start()
         yield cluster
     finally:
         cluster.stop()
+        structlog.configure(**saved)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging(bg: BackgroundCluster) -> Iterator[None]:
+    """``mqadmin.main()`` configures logging for a CLI (bound to this test's stderr): undo it."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    _quiet_logging()
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def admin(
