@@ -22,10 +22,13 @@ Theory of operation:
   three segments (RocketMQ's normal recovery), or from the checkpoint if that is older; every
   record's magic, lengths, physical offset and body CRC are checked and the log is cut at the
   first bad or torn record (files truncated, later segments deleted). Every valid record the
-  scan meets that its consume queue lacks is written to it (entries rebuilt); then consume-queue
-  entries that point past the commit log's end are cut. A record below the checkpoint whose
-  queue directory is gone is not rebuilt: its topic was deleted (``delete_topic_queues`` moves
-  the checkpoint past it at once).
+  scan meets that its consume queue lacks is written to it (entries rebuilt); from the
+  checkpoint on, existing entries are checked too and rewritten where a crash left zeros. Then
+  consume-queue entries that point past the commit log's end are cut. A record below the
+  checkpoint whose queue directory is gone is not rebuilt: its topic was deleted
+  (``delete_topic_queues`` moves the checkpoint past it at once). Entries older than the
+  scanned window cannot be rebuilt; a queue missing them keeps blanks there (readers skip
+  them) and its min offset starts after them.
 - **Retention.** Every ``clean_resource_interval_ms``: delete the oldest commit-log segments
   last modified more than ``file_reserved_time_hours`` ago (by ``clock``), never the current
   one, then consume-queue segments whose entries all point below the commit log's new start,
