@@ -1,0 +1,392 @@
+"""Consumer groups on the broker, spoken by plain clients of the protocol over real gRPC.
+
+Each client is a ``ProtocolClient``: raw stubs, its own connection, one OpenChannel stream.
+What is checked is what the broker pushes on those streams (NOTIFY_CONSUMER_IDS_CHANGED) and
+what GetConsumerListByGroup answers, on join, stream cut, lost connection, expiry and unregister,
+with the switches that silence notifications, and the LOCK_BATCH_MQ / UNLOCK_BATCH_MQ locks.
+
+"Nothing was pushed" is checked with a barrier, never by waiting for a quiet period: the client
+makes the broker push a QueueReleased event to the group's channels (acquire and release a
+queue); events of one channel arrive in order, so when the next event read is that barrier, no
+notification was pushed before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from aiorocketmq.local_cluster import LocalCluster
+from protocol.v1 import broker_pb2, common_pb2
+from tests.helpers import wait_until
+from tests.integration.protocol_client import ProtocolClient, heartbeat_request, mq, response_code
+from tests.integration.support import create_topic
+
+TOPIC = "GroupTopic"
+G = "g"
+# A queue used only for barriers (acquired and released at once).
+BARRIER_QUEUE = mq(TOPIC, 3)
+
+
+@asynccontextmanager
+async def one_broker(tmp_path: Path, **overrides: Any) -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(tmp_path, brokers=1, broker_overrides=overrides) as cluster:
+        await create_topic(cluster, TOPIC, queues=4)
+        yield cluster
+
+
+class Clients:
+    """Opens clients on one broker and closes every one of them at the end."""
+
+    def __init__(self, cluster: LocalCluster, stack: AsyncExitStack) -> None:
+        self.addr = cluster.broker("broker-a").address
+        self.stack = stack
+
+    async def new(self, name: str) -> ProtocolClient:
+        """A client with its connection, channel not opened yet."""
+        return await self.stack.enter_async_context(ProtocolClient(self.addr, f"127.0.0.1@{name}"))
+
+    async def join(self, name: str, group: str = G) -> ProtocolClient:
+        """A client that opened its channel and heartbeated into ``group``."""
+        client = await self.new(name)
+        await client.open()
+        await client.heartbeat(group, [TOPIC])
+        return client
+
+
+@asynccontextmanager
+async def clients(cluster: LocalCluster) -> AsyncIterator[Clients]:
+    async with AsyncExitStack() as stack:
+        yield Clients(cluster, stack)
+
+
+@asynccontextmanager
+async def heartbeating(
+    client: ProtocolClient, group: str, interval: float = 0.1
+) -> AsyncIterator[None]:
+    """Keep ``client`` alive in ``group`` with periodic heartbeats (a client's timer)."""
+
+    async def loop() -> None:
+        while True:
+            await client.heartbeat(group, [TOPIC])
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(loop(), name=f"heartbeat-{client.client_id}")
+    try:
+        yield
+        if task.done():
+            task.result()  # a failed heartbeat fails the test
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
+
+
+async def ids_are(client: ProtocolClient, group: str, expected: list[str]) -> bool:
+    return await client.consumer_ids(group) == sorted(expected)
+
+
+# ---- join -------------------------------------------------------------------------------------
+async def test_second_client_joining_notifies_both_and_is_listed(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        await c1.expect_notify(G)  # its own join is a change of the group too
+        assert await c1.consumer_ids(G) == [c1.client_id]
+
+        c2 = await cs.join("c2")
+        await c1.expect_notify(G)
+        await c2.expect_notify(G)
+        assert await c1.consumer_ids(G) == sorted([c1.client_id, c2.client_id])
+
+        # A heartbeat that changes nothing (a refresh) notifies nobody.
+        await c1.heartbeat(G, [TOPIC])
+        await c2.heartbeat(G, [TOPIC])
+        await c1.push_queue_released(G, BARRIER_QUEUE)
+        await c1.expect_queue_released(G)
+        await c2.expect_queue_released(G)
+
+
+async def test_subscribing_another_topic_notifies_the_group(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        await create_topic(cluster, "OtherTopic", queues=2)
+        c1 = await cs.join("c1")
+        c2 = await cs.join("c2")
+        await c1.expect_notify(G)
+        await c1.expect_notify(G)
+        await c2.expect_notify(G)
+
+        await c2.heartbeat(G, [TOPIC, "OtherTopic"])  # a topic added to the group
+        await c1.expect_notify(G)
+        await c2.expect_notify(G)
+
+
+# ---- leave: stream cut, lost connection, unregister -------------------------------------------
+async def test_cut_stream_notifies_the_rest_at_once_and_leaves_the_list(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        c2 = await cs.join("c2")
+        c3 = await cs.join("c3")
+        for c in (c1, c1, c1, c2, c2, c3):
+            await c.expect_notify(G)
+
+        started = time.monotonic()
+        c3.cut()
+        await c1.expect_notify(G, timeout=2.0)
+        await c2.expect_notify(G, timeout=2.0)
+        elapsed = time.monotonic() - started
+        # The notification and the removal are one step on the broker.
+        assert await c1.consumer_ids(G) == sorted([c1.client_id, c2.client_id])
+        assert elapsed < 2.0
+        await asyncio.wait_for(c3.ended.wait(), 2.0)
+        assert await c3.stream_code() == grpc.StatusCode.CANCELLED
+
+        await c1.push_queue_released(G, BARRIER_QUEUE)
+        await c1.expect_queue_released(G)
+        await c2.expect_queue_released(G)
+
+
+async def test_lost_connection_notifies_the_rest(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        c2 = await cs.join("c2")
+        for c in (c1, c1, c2):
+            await c.expect_notify(G)
+
+        await c2.grpc_channel.close()  # the whole connection goes, not just the stream
+        await c1.expect_notify(G, timeout=3.0)
+        assert await c1.consumer_ids(G) == [c1.client_id]
+
+
+async def test_unregister_notifies_the_remaining_members(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        c2 = await cs.join("c2")
+        c3 = await cs.join("c3")
+        for c in (c1, c1, c1, c2, c2, c3):
+            await c.expect_notify(G)
+
+        await c3.unregister(G)
+        await c1.expect_notify(G)
+        await c2.expect_notify(G)
+        assert await c1.consumer_ids(G) == sorted([c1.client_id, c2.client_id])
+
+        # Its channel is still open but in no group: closing it changes nothing for the group.
+        c3.cut()
+        await asyncio.wait_for(c3.ended.wait(), 2.0)
+        await c1.push_queue_released(G, BARRIER_QUEUE)
+        await c1.expect_queue_released(G)
+        await c2.expect_queue_released(G)
+
+        # The last member unregistering removes the group.
+        await c2.unregister(G)
+        await c1.unregister(G)
+        assert await c1.consumer_ids(G) == []
+
+
+# ---- expiry -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("notify_on_expiry", [False, True], ids=["rocketmq", "notify-on-expiry"])
+async def test_silent_client_expires_from_the_group(tmp_path: Path, notify_on_expiry: bool) -> None:
+    overrides = {
+        "channel_expired_timeout_ms": 600,
+        "client_channel_scan_interval_ms": 100,
+        "notify_consumer_ids_changed_on_channel_expiry": notify_on_expiry,
+    }
+    async with one_broker(tmp_path, **overrides) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        async with heartbeating(c1, G):
+            c2 = await cs.join("c2")  # heartbeats once, then stays silent with its stream open
+            for c in (c1, c1, c2):
+                await c.expect_notify(G)
+            silent_since = time.monotonic()
+
+            # The broker closes the expired channel: the silent client's stream ends.
+            await asyncio.wait_for(c2.ended.wait(), 5.0)
+            assert time.monotonic() - silent_since >= 0.6
+            assert await c2.stream_code() == grpc.StatusCode.OK
+            assert await c1.consumer_ids(G) == [c1.client_id]
+            if notify_on_expiry:
+                await c1.expect_notify(G)
+            # RocketMQ: survivors are not told; they notice at their next periodic rebalance.
+            await c1.push_queue_released(G, BARRIER_QUEUE)
+            await c1.expect_queue_released(G)
+
+            # The expired channel is gone: a heartbeat on it must open a new channel first.
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await c2.heartbeat(G, [TOPIC])
+            assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+# ---- the switches -----------------------------------------------------------------------------
+async def test_broker_level_switch_off_silences_every_change(tmp_path: Path) -> None:
+    async with (
+        one_broker(tmp_path, notify_consumer_ids_changed_enable=False) as cluster,
+        clients(cluster) as cs,
+    ):
+        c1 = await cs.join("c1")
+        c2 = await cs.join("c2")
+        c3 = await cs.join("c3")
+        assert await c1.consumer_ids(G) == sorted([c1.client_id, c2.client_id, c3.client_id])
+        await c2.unregister(G)
+        c3.cut()
+        await wait_until(
+            lambda: ids_are(c1, G, [c1.client_id]), timeout=3, message="c3 left the group"
+        )
+        # Join, unregister and channel close: none was pushed.
+        await c1.push_queue_released(G, BARRIER_QUEUE)
+        await c1.expect_queue_released(G)
+
+
+async def test_group_level_switch_off_silences_join_and_unregister_not_close(
+    tmp_path: Path,
+) -> None:
+    async with (
+        one_broker(tmp_path, groups_with_notify_disabled=["quiet"]) as cluster,
+        clients(cluster) as cs,
+    ):
+        loud = await cs.join("loud", group="loud")
+        await loud.expect_notify("loud")  # other groups keep their notifications
+
+        c1 = await cs.join("c1", group="quiet")
+        c2 = await cs.join("c2", group="quiet")
+        c3 = await cs.join("c3", group="quiet")
+        await c1.push_queue_released("quiet", BARRIER_QUEUE)
+        for c in (c1, c2, c3):
+            await c.expect_queue_released("quiet")  # no notification on join
+
+        await c3.unregister("quiet")
+        await c1.push_queue_released("quiet", BARRIER_QUEUE)
+        for c in (c1, c2):
+            await c.expect_queue_released("quiet")  # none on unregister either
+        assert await c1.consumer_ids("quiet") == sorted([c1.client_id, c2.client_id])
+
+        # RocketMQ does not consult the group-level flag on the channel-close path.
+        c2.cut()
+        await c1.expect_notify("quiet", timeout=2.0)
+        assert await c1.consumer_ids("quiet") == [c1.client_id]
+
+
+async def test_groups_never_hear_about_each_other(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        a1 = await cs.join("a1", group="A")
+        await a1.expect_notify("A")
+
+        b1 = await cs.join("b1", group="B")
+        b2 = await cs.join("b2", group="B")
+        b2.cut()
+        for _ in range(3):  # b1's join, b2's join, b2's leave
+            await b1.expect_notify("B")
+        await a1.push_queue_released("A", BARRIER_QUEUE)
+        await a1.expect_queue_released("A")
+
+        # A client in both groups: each group hears its own change, once, about itself.
+        both = await cs.new("both")
+        await both.open()
+        await both.heartbeat_groups({"A": [TOPIC], "B": [TOPIC]})
+        await a1.expect_notify("A")
+        await b1.expect_notify("B")
+        events = [await both.next_event(), await both.next_event()]
+        assert sorted(e.notify_consumer_ids_changed.consumer_group for e in events) == ["A", "B"]
+        both.cut()
+        await a1.expect_notify("A", timeout=2.0)
+        await b1.expect_notify("B", timeout=2.0)
+        await a1.push_queue_released("A", BARRIER_QUEUE)
+        await a1.expect_queue_released("A")
+        await b1.push_queue_released("B", BARRIER_QUEUE)
+        await b1.expect_queue_released("B")
+        assert await a1.consumer_ids("A") == [a1.client_id]
+        assert await b1.consumer_ids("B") == [b1.client_id]
+
+
+# ---- locks ------------------------------------------------------------------------------------
+async def test_lock_batch_mq_owner_expiry_and_unlock(tmp_path: Path) -> None:
+    max_live_ms = 500
+    async with (
+        one_broker(tmp_path, rebalance_lock_max_live_time_ms=max_live_ms) as cluster,
+        clients(cluster) as cs,
+    ):
+        c1 = await cs.new("c1")
+        c2 = await cs.new("c2")
+        q01 = [mq(TOPIC, 0), mq(TOPIC, 1)]
+        both = [(TOPIC, 0), (TOPIC, 1)]
+
+        assert await c1.lock(G, q01) == both
+        assert await c2.lock(G, q01) == []
+        assert await c2.lock(G, [mq(TOPIC, 1), mq(TOPIC, 2)]) == [(TOPIC, 2)]  # only the free
+        assert await c2.lock("other-group", q01) == both  # locks are per group
+
+        relocked_at = time.monotonic()
+        assert await c1.lock(G, q01) == both  # the owner re-locks (and refreshes)
+        await c1.unlock(G, [mq(TOPIC, 2)])  # not the owner of queue 2: nothing happens
+        assert await c1.lock(G, [mq(TOPIC, 2)]) == []
+
+        async def c2_took_them() -> bool:
+            return await c2.lock(G, q01) == both
+
+        await wait_until(c2_took_them, timeout=5, interval=0.05, message="c1's locks expired")
+        assert time.monotonic() - relocked_at >= max_live_ms / 1000
+        assert await c1.lock(G, q01) == []
+
+        await c2.unlock(G, q01)  # the owner unlocks: free at once
+        assert await c1.lock(G, q01) == both
+        assert await c2.lock(G, q01) == []
+
+
+async def test_lock_of_a_topic_that_does_not_exist_is_not_found(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.new("c1")
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await c1.lock(G, [mq("NoSuchTopic", 0)])
+        assert e.value.code() == grpc.StatusCode.NOT_FOUND
+        assert "NoSuchTopic" in (e.value.details() or "")
+        assert response_code(e.value) == common_pb2.TOPIC_NOT_EXIST
+        assert await c1.lock(G, [mq(TOPIC, 0)]) == [(TOPIC, 0)]  # still serving
+
+
+# ---- bad input --------------------------------------------------------------------------------
+async def test_bad_heartbeats_are_refused_by_name_and_the_broker_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.new("c1")
+        await c1.open()
+
+        async def refused(request: broker_pb2.HeartbeatRequest) -> grpc.aio.AioRpcError:
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await c1.stub.Heartbeat(request, timeout=3)
+            return e.value
+
+        e = await refused(heartbeat_request(c1.channel_id, c1.client_id, {"bad group!": [TOPIC]}))
+        assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "bad group!" in (e.details() or "")
+        assert response_code(e) == common_pb2.INVALID_PARAMETER
+
+        e = await refused(heartbeat_request(c1.channel_id, c1.client_id, {G: ["bad/topic"]}))
+        assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "bad/topic" in (e.details() or "")
+        assert "subscription_data_set" in (e.details() or "")
+        assert await c1.consumer_ids(G) == []  # a refused heartbeat registers nothing
+
+        e = await refused(heartbeat_request("no-such-channel", c1.client_id, {G: [TOPIC]}))
+        assert e.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "no-such-channel" in (e.details() or "")
+        assert response_code(e) == common_pb2.CHANNEL_NOT_FOUND
+
+        with pytest.raises(grpc.aio.AioRpcError) as u:
+            await c1.stub.UnregisterClient(
+                broker_pb2.UnregisterClientRequest(
+                    channel_id="no-such-channel", client_id=c1.client_id, consumer_group=G
+                ),
+                timeout=3,
+            )
+        assert u.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+        # Still serving: a valid heartbeat registers and notifies.
+        await c1.heartbeat(G, [TOPIC])
+        await c1.expect_notify(G)
+        assert await c1.consumer_ids(G) == [c1.client_id]
