@@ -69,6 +69,7 @@ __all__ = [
     "decode_message",
     "decode_properties",
     "encode_properties",
+    "host_sysflag",
     "record_size",
     "tags_string_to_tags_code",
 ]
@@ -105,6 +106,13 @@ _HEADERS = {flags: _header_struct(flags) for flags in (0, 0x10, 0x20, 0x30)}
 _STORE_TS_POS = {flags: 48 + (20 if flags & BORNHOST_V6_FLAG else 8) for flags in _HEADERS}
 _I64 = struct.Struct(">q")
 _MIN_RECORD_SIZE = _HEADERS[0].size + 2 + 1 + 2
+
+
+def host_sysflag(born_ip: bytes, store_ip: bytes) -> int:
+    """The SYSFLAG bits saying which hosts are IPv6 (16-byte addresses)."""
+    return (BORNHOST_V6_FLAG if len(born_ip) == 16 else 0) | (
+        STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0
+    )
 
 
 def record_size(sysflag: int, body_length: int, topic_length: int, properties_length: int) -> int:
@@ -432,9 +440,7 @@ class CommitLog:
         """
         born_ip, born_port = born_host
         store_ip, store_port = store_host
-        sysflag = (BORNHOST_V6_FLAG if len(born_ip) == 16 else 0) | (
-            STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0
-        )
+        sysflag = host_sysflag(born_ip, store_ip)
         header = _HEADERS[sysflag]
         topic_part = _I16.pack(len(topic)) + topic
         fixed = header.size + len(topic_part) + 2

@@ -67,6 +67,7 @@ from broker.store.commit_log import (
     DispatchRequest,
     decode_message,
     encode_properties,
+    host_sysflag,
     record_size,
     tags_string_to_tags_code,
 )
@@ -590,10 +591,7 @@ class MessageStore:
             raise InvalidArgument(f"queue id {queue_id} is out of range")
         topic_bytes = topic.encode()
         born = self._born_host(born_host)
-        sysflag_hosts = (0x10 if len(born[0]) == 16 else 0) | (
-            0x20 if len(self._store_host[0]) == 16 else 0
-        )
-        fixed = record_size(sysflag_hosts, 0, len(topic_bytes), 0)
+        fixed = record_size(host_sysflag(born[0], self._store_host[0]), 0, len(topic_bytes), 0)
         encoded = [self._encode(topic, m, fixed) for m in messages]
         flushed: asyncio.Future[bool] | None = None
         async with self._put_lock:

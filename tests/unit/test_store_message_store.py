@@ -563,3 +563,20 @@ def test_config_validation(tmp_path: Path) -> None:
     config.flush_interval_commit_log_ms = 0  # assigned after construction: caught at start
     with pytest.raises(ValueError, match="flush_interval_commit_log_ms"):
         config.validate()
+
+
+async def test_ipv6_hosts_are_stored_with_their_sysflag(config: MessageStoreConfig) -> None:
+    async with running(config, store_host="[::1]:10911") as store:
+        [result] = await store.put_messages(
+            TOPIC, 0, [Message(TOPIC, b"v6", tags="A")],
+            born_host="ipv6:[fe80::2]:5", born_timestamp=7,
+        )
+        assert len(result.msg_id) == 56
+        assert decode_message_id(result.msg_id) == ("::1", 10911, 0)
+        [m] = get(store).messages
+        assert (m.born_host, m.store_host, m.tags, m.born_timestamp) == (
+            "[fe80::2]:5", "[::1]:10911", "A", 7
+        )
+        assert store.get_store_timestamp(TOPIC, 0, 0) == result.store_timestamp
+    async with running(config, store_host="[::1]:10911") as store:  # recovery parses it too
+        assert read_all(store) == [b"v6"]
