@@ -48,9 +48,14 @@ __all__ = [
     "SubCommand",
     "build_parser",
     "cluster_info_to_json",
+    "consumer_connection_to_json",
     "main",
+    "master_brokers",
+    "message_to_json",
     "route_to_json",
+    "send_result_to_json",
     "sub_command",
+    "topic_config_to_json",
 ]
 
 DEFAULT_NAMESRV_ADDR = "127.0.0.1:9876"
