@@ -54,6 +54,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from broker.store.files import pwrite_all
 from broker.store.message_id import create_message_id, format_host
 from protocol.message import MessageConst, MessageExt
 from protocol.tags import java_string_hash
@@ -285,14 +286,6 @@ class _Segment:
         return self.start + (self.capacity if self.full else self.wrote)
 
 
-def _pwrite_all(fd: int, data: bytes, position: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, position)
-        view = view[written:]
-        position += written
-
-
 class CommitLog:
     """The segment files of one store's commit log (blocking I/O; see the module rules)."""
 
@@ -488,7 +481,7 @@ class CommitLog:
         return placed
 
     def _write(self, seg: _Segment, data: bytes) -> None:
-        _pwrite_all(seg.fd, data, seg.wrote)
+        pwrite_all(seg.fd, data, seg.wrote)
         seg.wrote += len(data)
 
     def truncate(self, offset: int) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from broker.store.config import CQ_STORE_UNIT_SIZE
+from broker.store.files import pwrite_all
 
 __all__ = ["CQ_STORE_UNIT_SIZE", "CQ_UNIT", "ConsumeQueue"]
 
@@ -131,12 +132,7 @@ class ConsumeQueue:
                 seg = self._segment_for_write(offset)
                 count = min(seg.start + per - offset, len(entries) - done)
                 chunk = data[done * CQ_STORE_UNIT_SIZE : (done + count) * CQ_STORE_UNIT_SIZE]
-                position = (offset - seg.start) * CQ_STORE_UNIT_SIZE
-                view = memoryview(chunk)
-                while view:
-                    written = os.pwrite(seg.fd, view, position)
-                    view = view[written:]
-                    position += written
+                pwrite_all(seg.fd, chunk, (offset - seg.start) * CQ_STORE_UNIT_SIZE)
                 seg.count = offset - seg.start + count
                 self._dirty.add(seg)
                 done += count
@@ -178,7 +174,7 @@ class ConsumeQueue:
         position = (offset - seg.start) * CQ_STORE_UNIT_SIZE
         if os.pread(seg.fd, CQ_STORE_UNIT_SIZE, position) == packed:
             return False
-        os.pwrite(seg.fd, packed, position)
+        pwrite_all(seg.fd, packed, position)
         self._dirty.add(seg)
         if offset < self.min_offset:
             self.min_offset = offset

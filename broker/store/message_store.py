@@ -55,7 +55,7 @@ import struct
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, TypeVar
@@ -73,6 +73,7 @@ from broker.store.commit_log import (
 )
 from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue import CQ_UNIT, ConsumeQueue
+from broker.store.files import fsync_all, fsync_dirs
 from broker.store.message_id import create_message_id, parse_host
 from protocol.errors import (
     InvalidArgument,
@@ -167,23 +168,6 @@ class GetMessageResult:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _fsync_all(fds: Sequence[int]) -> None:
-    for fd in fds:
-        os.fsync(fd)
-
-
-def _fsync_dirs(dirs: Sequence[str]) -> None:
-    for path in dirs:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            continue
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _read_checkpoint(path: str) -> int | None:
@@ -392,11 +376,11 @@ class MessageStore:
             log.warning(
                 "consume queues recovered", rebuilt_entries=rebuilt[0], cut_entries=cut
             )
-        _fsync_all(self._commit_log.fds_to_flush(min(window, logics_offset), end))
+        fsync_all(self._commit_log.fds_to_flush(min(window, logics_offset), end))
         self._flushed_where = end
         fds, dirs = self._take_dirty_queues()
-        _fsync_all(fds)
-        _fsync_dirs(sorted(dirs))
+        fsync_all(fds)
+        fsync_dirs(sorted(dirs))
         _write_checkpoint(self.config.store_checkpoint, end)
 
     def _load_consume_queues(self) -> None:
@@ -688,7 +672,7 @@ class MessageStore:
             target = self._commit_log.max_offset
             fds = self._commit_log.fds_to_flush(self._flushed_where, target)
             if fds:
-                await self._run_blocking(_fsync_all, fds)
+                await self._run_blocking(fsync_all, fds)
                 self.flush_count += 1
             self._flushed_where = max(self._flushed_where, target)
         self._finish_flush_requests()
@@ -711,8 +695,8 @@ class MessageStore:
             self._checkpoint_offset = target
 
     def _sync_consume_queues(self, fds: list[int], dirs: list[str], target: int) -> None:
-        _fsync_all(fds)
-        _fsync_dirs(dirs)
+        fsync_all(fds)
+        fsync_dirs(dirs)
         _write_checkpoint(self.config.store_checkpoint, target)
 
     async def flush(self) -> None:

@@ -469,14 +469,14 @@ async def test_sync_flush_timeout_is_reported(
 ) -> None:
     config.flush_disk_type = "SYNC_FLUSH"
     config.sync_flush_timeout_ms = 50
-    real_fsync = message_store_module._fsync_all
+    real_fsync = message_store_module.fsync_all
 
     def slow_fsync(fds: Any) -> None:
         time.sleep(0.3)
         real_fsync(fds)
 
     async with running(config) as store:
-        monkeypatch.setattr(message_store_module, "_fsync_all", slow_fsync)
+        monkeypatch.setattr(message_store_module, "fsync_all", slow_fsync)
         [result] = await put(store)
         assert result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
         assert get(store).status is GetMessageStatus.FOUND  # stored all the same
