@@ -63,14 +63,21 @@ def consumer_data(
 
 
 def heartbeat_request(
-    channel_id: str, client_id: str, groups: dict[str, list[str]]
+    channel_id: str,
+    client_id: str,
+    groups: dict[str, list[str]],
+    *,
+    message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
 ) -> broker_pb2.HeartbeatRequest:
     """HEART_BEAT on ``channel_id``: ``client_id`` consumes in each group, its topics."""
     return broker_pb2.HeartbeatRequest(
         channel_id=channel_id,
         heartbeat=common_pb2.HeartbeatData(
             client_id=client_id,
-            consumer_data_set=[consumer_data(g, topics) for g, topics in groups.items()],
+            consumer_data_set=[
+                consumer_data(g, topics, message_model=message_model)
+                for g, topics in groups.items()
+            ],
         ),
     )
 
@@ -197,13 +204,25 @@ class ProtocolClient:
         await self.close()
 
     # ---- consumer-group RPCs ---------------------------------------------------------------
-    async def heartbeat(self, group: str, topics: list[str]) -> None:
-        await self.heartbeat_groups({group: topics})
+    async def heartbeat(
+        self,
+        group: str,
+        topics: list[str],
+        *,
+        message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
+    ) -> None:
+        await self.heartbeat_groups({group: topics}, message_model=message_model)
 
-    async def heartbeat_groups(self, groups: dict[str, list[str]]) -> None:
-        await self.stub.Heartbeat(
-            heartbeat_request(self.channel_id, self.client_id, groups), timeout=RPC_TIMEOUT
+    async def heartbeat_groups(
+        self,
+        groups: dict[str, list[str]],
+        *,
+        message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
+    ) -> None:
+        request = heartbeat_request(
+            self.channel_id, self.client_id, groups, message_model=message_model
         )
+        await self.stub.Heartbeat(request, timeout=RPC_TIMEOUT)
 
     async def unregister(self, group: str) -> None:
         await self.stub.UnregisterClient(

@@ -183,10 +183,60 @@ async def test_unregister_notifies_the_remaining_members(tmp_path: Path) -> None
         await c1.expect_queue_released(G)
         await c2.expect_queue_released(G)
 
+        # RocketMQ notifies on every UNREGISTER_CLIENT naming the group, even from a client
+        # that is not in it.
+        stranger = await cs.new("stranger")
+        await stranger.open()
+        await stranger.unregister(G)
+        await c1.expect_notify(G)
+        await c2.expect_notify(G)
+        assert await c1.consumer_ids(G) == sorted([c1.client_id, c2.client_id])
+
         # The last member unregistering removes the group.
         await c2.unregister(G)
         await c1.unregister(G)
         assert await c1.consumer_ids(G) == []
+
+
+async def test_broker_restart_ends_every_channel_and_forgets_the_groups(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        await c1.expect_notify(G)
+        old_channel_id = c1.channel_id
+
+        await cluster.restart_broker("broker-a")  # same port, same store
+        await asyncio.wait_for(c1.ended.wait(), 5.0)
+        assert await c1.stream_code() == grpc.StatusCode.OK
+        assert await c1.consumer_ids(G) == []  # groups live in memory, as in RocketMQ
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await c1.heartbeat(G, [TOPIC])
+        assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert old_channel_id in (e.value.details() or "")
+
+        # A new channel and a heartbeat bring the member back.
+        again = await cs.join("c1")
+        assert again.channel_id != old_channel_id
+        await again.expect_notify(G)
+        assert await again.consumer_ids(G) == [again.client_id]
+
+
+async def test_broadcasting_groups_are_never_notified(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        members = []
+        for name in ("b1", "b2", "b3"):
+            member = await cs.new(name)
+            await member.open()
+            await member.heartbeat("bc", [TOPIC], message_model=common_pb2.BROADCASTING)
+            members.append(member)
+        b1, b2, b3 = members
+        assert await b1.consumer_ids("bc") == sorted(m.client_id for m in members)
+        await b2.unregister("bc")
+        b3.cut()
+        await wait_until(
+            lambda: ids_are(b1, "bc", [b1.client_id]), timeout=3, message="b3 left the group"
+        )
+        await b1.push_queue_released("bc", BARRIER_QUEUE)
+        await b1.expect_queue_released("bc")
 
 
 # ---- expiry -----------------------------------------------------------------------------------
