@@ -138,12 +138,17 @@ class ClientManageProcessor:
             channel.close()
         self.channels.clear()
 
-    def _channel(self, channel_id: str) -> Channel:
+    def _channel(self, channel_id: str, client_id: str = "") -> Channel:
+        """The open channel ``channel_id``; a request may act only on its own client's channel."""
         channel = self.channels.get(channel_id)
         if channel is None:
             raise ChannelNotFound(
                 f"channel {channel_id!r} is not open on broker {self.config.broker_name}; "
                 "open one with OpenChannel first"
+            )
+        if client_id and client_id != channel.client_id:
+            raise InvalidArgument(
+                f"channel {channel_id!r} belongs to client {channel.client_id!r}, not {client_id!r}"
             )
         return channel
 
@@ -173,7 +178,7 @@ class ClientManageProcessor:
 
     def heartbeat(self, request: broker_pb2.HeartbeatRequest) -> broker_pb2.HeartbeatResponse:
         """HEART_BEAT: register or refresh every group of the client on this channel."""
-        channel = self._channel(request.channel_id)
+        channel = self._channel(request.channel_id, request.heartbeat.client_id)
         data = request.heartbeat
         client_id = data.client_id or channel.client_id
         now = _now_ms()
@@ -231,14 +236,17 @@ class ClientManageProcessor:
         self, request: broker_pb2.UnregisterClientRequest
     ) -> broker_pb2.UnregisterClientResponse:
         """UNREGISTER_CLIENT: a graceful leave; the group is notified."""
-        channel = self._channel(request.channel_id)
+        if request.consumer_group:
+            check_group(request.consumer_group)
+        if request.producer_group:
+            check_group(request.producer_group)
+        channel = self._channel(request.channel_id, request.client_id)
         info = ClientChannelInfo.for_channel(
             channel, request.client_id or channel.client_id, now=_now_ms()
         )
         if request.producer_group:
             self.producer_manager.unregister_producer(request.producer_group, info)
         if request.consumer_group:
-            check_group(request.consumer_group)
             self.consumer_manager.unregister_consumer(
                 request.consumer_group, info, self._group_notify_enabled(request.consumer_group)
             )
@@ -309,7 +317,7 @@ class ClientManageProcessor:
         self, request: broker_pb2.AcquireQueuesRequest
     ) -> broker_pb2.AcquireQueuesResponse:
         check_group(request.consumer_group)
-        self._channel(request.channel_id)
+        self._channel(request.channel_id, request.client_id)
         mqs = self._queues(list(request.mq_set))
         result = self.grants.acquire(
             request.consumer_group, request.client_id, request.channel_id, mqs

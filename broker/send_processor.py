@@ -15,11 +15,12 @@ import time
 
 from broker.config import BrokerConfig
 from broker.schedule import ScheduleMessageService
-from broker.store import MessageStore
+from broker.store import MessageStore, PutMessageStatus
 from broker.topic_config_manager import TopicConfigManager
 from protocol.errors import (
     InvalidArgument,
     MessageIllegal,
+    MessageTooLarge,
     NoPermission,
     OffsetOutOfRange,
     TopicNotFound,
@@ -82,41 +83,39 @@ class SendMessageProcessor:
             )
         if not request.messages:
             raise InvalidArgument("messages: a send carries at least one message")
-        for i, m in enumerate(request.messages):
-            if m.topic and m.topic != topic:
+        for i, wire in enumerate(request.messages):
+            if wire.topic and wire.topic != topic:
                 raise MessageIllegal(
-                    f"messages[{i}].topic is {m.topic!r} but the batch is for topic {topic!r}"
+                    f"messages[{i}].topic is {wire.topic!r} but the batch is for topic {topic!r}"
                 )
-            if not m.body:
+            if not wire.body:
                 raise MessageIllegal(f"messages[{i}].body is empty")
-            if len(m.body) > self.store.config.max_message_size:
-                from protocol.errors import MessageTooLarge
-
+            if len(wire.body) > self.store.config.max_message_size:
                 raise MessageTooLarge(
-                    f"messages[{i}].body is {len(m.body)} bytes, over the limit of "
+                    f"messages[{i}].body is {len(wire.body)} bytes, over the limit of "
                     f"{self.store.config.max_message_size} bytes"
                 )
-            if not 0 <= m.delay_time_level <= len(self.schedule.levels_ms):
+            if not 0 <= wire.delay_time_level <= len(self.schedule.levels_ms):
                 raise InvalidArgument(
                     f"messages[{i}].delay_time_level must be in 0..{len(self.schedule.levels_ms)}, "
-                    f"got {m.delay_time_level}"
+                    f"got {wire.delay_time_level}"
                 )
         queue_id = self._choose_queue(topic, request.queue_id)
         born_timestamp = request.born_timestamp or int(time.time() * 1000)
         born_host = request.born_host or peer
         messages = [Message.from_proto(m) for m in request.messages]
-        for m in messages:
-            m.topic = topic
+        for msg in messages:
+            msg.topic = topic
         response = broker_pb2.SendMessageResponse(
             send_status=broker_pb2.SEND_OK,
             message_queue=MessageQueue(topic, self.config.broker_name, queue_id).to_proto(),
         )
-        if any(m.delay_time_level > 0 for m in messages):
+        if any(msg.delay_time_level > 0 for msg in messages):
             results = []
-            for m in messages:
+            for msg in messages:
                 results.extend(
                     await self.schedule.put_delayed_or_now(
-                        m,
+                        msg,
                         queue_id,
                         born_host=born_host,
                         born_timestamp=born_timestamp,
@@ -132,6 +131,9 @@ class SendMessageProcessor:
                 born_timestamp=born_timestamp,
                 reconsume_times=request.reconsume_times,
             )
+        if any(r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT for r in results):
+            # Stored, but not yet durable within sync_flush_timeout_ms (RocketMQ's answer too).
+            response.send_status = broker_pb2.FLUSH_DISK_TIMEOUT_STATUS
         for r in results:
             response.results.add(
                 msg_id=r.msg_id, queue_offset=r.queue_offset, commit_log_offset=r.commit_log_offset

@@ -7,9 +7,8 @@ a RocketMQ response code, anything unexpected becomes INTERNAL, and the broker k
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import grpc
 import structlog
 
 from protocol.rpc import guard
@@ -22,7 +21,7 @@ __all__ = ["BrokerService"]
 
 log = structlog.get_logger("broker.service")
 
-Ctx = grpc.aio.ServicerContext
+Ctx: TypeAlias = Any  # grpc.aio.ServicerContext (grpc ships no type information)
 
 
 class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]

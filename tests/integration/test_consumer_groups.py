@@ -440,3 +440,33 @@ async def test_bad_heartbeats_are_refused_by_name_and_the_broker_keeps_serving(
         await c1.heartbeat(G, [TOPIC])
         await c1.expect_notify(G)
         assert await c1.consumer_ids(G) == [c1.client_id]
+
+
+async def test_a_client_cannot_act_on_another_clients_channel(tmp_path: Path) -> None:
+    """A channel id is not a password: requests must come from the channel's own client id."""
+    from protocol.broker_connections import BrokerConnections
+
+    async with LocalCluster(tmp_path, brokers=1) as cluster:
+        conns = BrokerConnections()
+        stub = conns.stub(cluster.broker_list[0].address)
+        call = stub.OpenChannel(broker_pb2.OpenChannelRequest(client_id="c1"))
+        try:
+            opened = await asyncio.wait_for(call.read(), 5)
+            channel_id = opened.opened.channel_id
+            hb = broker_pb2.HeartbeatRequest(
+                channel_id=channel_id, heartbeat=common_pb2.HeartbeatData(client_id="c2")
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await stub.Heartbeat(hb, timeout=3)
+            assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "belongs to client" in (
+                e.value.details() or ""
+            )
+            unregister = broker_pb2.UnregisterClientRequest(
+                channel_id=channel_id, client_id="c2", consumer_group="g"
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await stub.UnregisterClient(unregister, timeout=3)
+            assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        finally:
+            call.cancel()
+            await conns.close()
