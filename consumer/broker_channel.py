@@ -11,7 +11,7 @@ listener. Cancelling the task ends the stream: the broker runs its channel-close
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import grpc
@@ -33,7 +33,7 @@ class BrokerChannel:
         client_id: str,
         stub: Callable[[], Any],
         on_event: Callable[[str, broker_pb2.ChannelEvent], None],
-        on_open: Callable[[BrokerChannel], Awaitable[None]],
+        on_open: Callable[[BrokerChannel], Coroutine[Any, Any, None]],
         *,
         reconnect_delay_ms: int = 200,
     ) -> None:
@@ -47,6 +47,7 @@ class BrokerChannel:
         self.broker_name = ""
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self.opened_count = 0
 
     def start(self) -> None:
@@ -55,10 +56,11 @@ class BrokerChannel:
 
     async def close(self) -> None:
         """End the stream (the broker sees the channel close) and stop reconnecting."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        tasks = [t for t in (self._task, *self._side_tasks) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._task = None
         self.channel_id = None
         self._ready.clear()
 
@@ -93,7 +95,9 @@ class BrokerChannel:
                         self.opened_count += 1
                         self._ready.set()
                         log.debug("channel opened", addr=self.addr, channel_id=self.channel_id)
-                        asyncio.create_task(self._on_open(self))  # noqa: RUF006 - short, self-contained
+                        task = asyncio.create_task(self._on_open(self))
+                        self._side_tasks.add(task)
+                        task.add_done_callback(self._side_tasks.discard)
                     else:
                         self._on_event(self.addr, event)
             except grpc.aio.AioRpcError as e:

@@ -11,6 +11,7 @@ assigned queues and forgets the rest; reads answer -1 when nothing is known, -2 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections import defaultdict
@@ -69,6 +70,7 @@ class OffsetStore(Protocol):
     async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int: ...
     async def persist_all(self, mqs: set[MessageQueue]) -> None: ...
     async def persist(self, mq: MessageQueue) -> None: ...
+    async def persist_many(self, mqs: list[MessageQueue]) -> None: ...
     def remove_offset(self, mq: MessageQueue) -> None: ...
     def clone_offset_table(self, topic: str) -> dict[MessageQueue, int]: ...
 
@@ -180,13 +182,19 @@ class RemoteBrokerOffsetStore(_MemoryTable):
                     by_broker[mq.broker_name][mq] = offset.value
             else:
                 self.offset_table.pop(mq, None)
-        for broker_name, entries in by_broker.items():
-            await self._commit(broker_name, entries)
+        await asyncio.gather(*(self._commit(b, entries) for b, entries in by_broker.items()))
 
     async def persist(self, mq: MessageQueue) -> None:
-        offset = self.offset_table.get(mq)
-        if offset is not None and offset.value >= 0:
-            await self._commit(mq.broker_name, {mq: offset.value})
+        await self.persist_many([mq])
+
+    async def persist_many(self, mqs: list[MessageQueue]) -> None:
+        """Commit these queues' offsets: one RPC per broker, the brokers at once."""
+        by_broker: dict[str, dict[MessageQueue, int]] = defaultdict(dict)
+        for mq in mqs:
+            offset = self.offset_table.get(mq)
+            if offset is not None and offset.value >= 0:
+                by_broker[mq.broker_name][mq] = offset.value
+        await asyncio.gather(*(self._commit(b, entries) for b, entries in by_broker.items()))
 
     def remove_offset(self, mq: MessageQueue) -> None:
         super().remove_offset(mq)
@@ -262,8 +270,12 @@ class LocalFileOffsetStore(_MemoryTable):
         )
 
     async def persist(self, mq: MessageQueue) -> None:
+        await self.persist_many([mq])
+
+    async def persist_many(self, mqs: list[MessageQueue]) -> None:
         on_disk = self._read_file()
-        offset = self.offset_table.get(mq)
-        if offset is not None:
-            on_disk[mq] = offset.value
+        for mq in mqs:
+            offset = self.offset_table.get(mq)
+            if offset is not None:
+                on_disk[mq] = offset.value
         self._write(on_disk.items())

@@ -11,8 +11,9 @@ own short task, because a pull may be held by the broker for up to 15 s (long po
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -46,7 +47,7 @@ class PullRequest:
         return hash((self.consumer_group, self.message_queue))
 
 
-PullHandler = Callable[[PullRequest], Awaitable[None]]
+PullHandler = Callable[[PullRequest], Coroutine[Any, Any, None]]
 
 
 class PullMessageService:

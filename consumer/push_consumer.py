@@ -154,6 +154,7 @@ class PushConsumer:
         self.running = False
         self.paused = False
         self.on_consumed: Callable[[MessageQueue, list[MessageExt]], None] | None = None
+        self._side_tasks: set[asyncio.Future[bool]] = set()
 
     # ---- configuration ---------------------------------------------------------------------
     @property
@@ -169,7 +170,9 @@ class PushConsumer:
         if self.rebalance_impl is not None:
             self.rebalance_impl.subscription_inner[topic] = (expression, self._sub_versions[topic])
         if self.running and self._client is not None:
-            asyncio.ensure_future(self._client.send_heartbeat_to_all_broker())
+            task = asyncio.ensure_future(self._client.send_heartbeat_to_all_broker())
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
 
     def unsubscribe(self, topic: str) -> None:
         self._subscriptions.pop(topic, None)
@@ -360,6 +363,17 @@ class PushConsumer:
         await self.offset_store.persist(mq)
         self.offset_store.remove_offset(mq)
         return True
+
+    async def remove_unnecessary_message_queues(
+        self, items: list[tuple[MessageQueue, ProcessQueue]]
+    ) -> list[bool]:
+        """Persist the dropped queues' offsets (one commit per broker), then forget them."""
+        assert self.offset_store is not None
+        mqs = [mq for mq, _ in items]
+        await self.offset_store.persist_many(mqs)
+        for mq in mqs:
+            self.offset_store.remove_offset(mq)
+        return [True] * len(items)
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """Where a newly assigned queue starts: the committed offset, else ConsumeFromWhere."""
