@@ -45,6 +45,17 @@ class Narrator:
         self.holders: dict[str, list[tuple[float, float | None, str]]] = defaultdict(list)
         self.consumed: dict[str, list[str]] = defaultdict(list)
         self.last_result: dict[str, list[str]] = {}
+        self.progress = asyncio.Event()
+
+    async def wait_consumed(self, count: int, *, timeout_s: float) -> None:
+        """Until ``count`` distinct messages were consumed (or the timeout passes)."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while len(self.consumed) < count:
+                    self.progress.clear()
+                    await self.progress.wait()
+        except TimeoutError:
+            pass
 
     def say(self, text: str) -> None:
         print(f"[{time.monotonic() - self.t0:6.2f}s] {text}", file=self.out, flush=True)
@@ -98,6 +109,7 @@ class Narrator:
                 )
         elif event == "consumed" and TOPIC in rec["mq"]:
             self.consumed[f"{rec['mq']}@{rec['offset']}"].append(_short(rec["client_id"]))
+            self.progress.set()
 
 
 async def _create_topic(cluster: LocalCluster) -> None:
@@ -181,9 +193,7 @@ async def run_demo(out: TextIO, *, step_s: float = 4.0) -> int:
                         await asyncio.sleep(step_s)
                     stop.set()
                     await task
-                    deadline = time.monotonic() + 10
-                    while len(narrator.consumed) < sent and time.monotonic() < deadline:
-                        await asyncio.sleep(0.1)
+                    await narrator.wait_consumed(sent, timeout_s=10)
             finally:
                 for c in consumers.values():
                     await c.shutdown()
