@@ -1,0 +1,109 @@
+"""Offset stores: the increase-only rule, freezing, persist_all's forgetting, the local file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from consumer.offset_store import (
+    ControllableOffset,
+    LocalFileOffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from protocol.errors import QueryNotFound, ServiceNotAvailable
+from protocol.message_queue import MessageQueue
+from protocol.v1 import broker_pb2
+
+MQ = MessageQueue("T", "broker-a", 0)
+MQ2 = MessageQueue("T", "broker-b", 1)
+
+
+def test_controllable_offset_increase_only_and_freeze() -> None:
+    o = ControllableOffset(5)
+    o.update(3, increase_only=True)
+    assert o.value == 5
+    o.update(3, increase_only=False)
+    assert o.value == 3
+    o.update_and_freeze(10)
+    o.update(20, increase_only=True)
+    assert o.value == 10 and not o.allow_to_update
+
+
+class FakeBroker:
+    """Records commits; answers queries from a table."""
+
+    def __init__(self) -> None:
+        self.commits: list[tuple[str, broker_pb2.UpdateConsumerOffsetRequest]] = []
+        self.stored: dict[MessageQueue, int] = {}
+        self.fail = False
+
+    async def __call__(self, broker: str, method: str, request: Any) -> Any:
+        if self.fail:
+            raise ServiceNotAvailable("down")
+        if method == "UpdateConsumerOffset":
+            self.commits.append((broker, request))
+            return broker_pb2.UpdateConsumerOffsetResponse()
+        mq = MessageQueue(request.topic, broker, request.queue_id)
+        if mq not in self.stored:
+            raise QueryNotFound("none")
+        return broker_pb2.QueryConsumerOffsetResponse(offset=self.stored[mq])
+
+
+async def test_remote_store_update_is_increase_only_unless_asked() -> None:
+    store = RemoteBrokerOffsetStore("g", FakeBroker())
+    store.update_offset(MQ, 10, increase_only=True)
+    store.update_offset(MQ, 7, increase_only=True)
+    assert await store.read_offset(MQ, ReadOffsetType.READ_FROM_MEMORY) == 10
+    store.update_offset(MQ, 7, increase_only=False)
+    assert await store.read_offset(MQ, ReadOffsetType.READ_FROM_MEMORY) == 7
+
+
+async def test_remote_store_reads() -> None:
+    broker = FakeBroker()
+    broker.stored[MQ] = 42
+    store = RemoteBrokerOffsetStore("g", broker)
+    assert await store.read_offset(MQ, ReadOffsetType.READ_FROM_MEMORY) == -1
+    assert await store.read_offset(MQ, ReadOffsetType.MEMORY_FIRST_THEN_STORE) == 42
+    assert await store.read_offset(MQ2, ReadOffsetType.READ_FROM_STORE) == -1  # not found
+    broker.fail = True
+    assert await store.read_offset(MQ2, ReadOffsetType.READ_FROM_STORE) == -2  # an error
+
+
+async def test_persist_all_commits_assigned_queues_per_broker_and_forgets_the_rest() -> None:
+    broker = FakeBroker()
+    store = RemoteBrokerOffsetStore("g", broker)
+    other = MessageQueue("T", "broker-a", 3)
+    for mq, off in ((MQ, 1), (other, 2), (MQ2, 3)):
+        store.update_offset(mq, off, increase_only=False)
+    await store.persist_all({MQ, other})
+    assert [b for b, _ in broker.commits] == ["broker-a"]  # one RPC for both queues of broker-a
+    assert {(o.queue_id, o.offset) for o in broker.commits[0][1].offsets} == {(0, 1), (3, 2)}
+    assert store.clone_offset_table("T") == {MQ: 1, other: 2}  # MQ2 (unassigned) forgotten
+
+
+async def test_frozen_offset_survives_consume_acks() -> None:
+    store = RemoteBrokerOffsetStore("g", FakeBroker())
+    store.update_and_freeze_offset(MQ, 100)
+    store.update_offset(MQ, 200, increase_only=True)
+    assert await store.read_offset(MQ, ReadOffsetType.READ_FROM_MEMORY) == 100
+    store.remove_offset(MQ)
+    store.update_offset(MQ, 5, increase_only=True)
+    assert await store.read_offset(MQ, ReadOffsetType.READ_FROM_MEMORY) == 5
+
+
+async def test_local_file_store_round_trip(tmp_path: Path) -> None:
+    store = LocalFileOffsetStore("g", "127.0.0.1@i", tmp_path)
+    store.update_offset(MQ, 9, increase_only=True)
+    store.update_offset(MQ2, 4, increase_only=True)
+    await store.persist_all({MQ, MQ2})
+    assert (tmp_path / "127.0.0.1@i" / "g" / "offsets.json").exists()
+    again = LocalFileOffsetStore("g", "127.0.0.1@i", tmp_path)
+    await again.load()
+    assert await again.read_offset(MQ, ReadOffsetType.READ_FROM_MEMORY) == 9
+    assert await again.read_offset(MessageQueue("T", "x", 0), ReadOffsetType.READ_FROM_STORE) == -1
+    store.update_offset(MQ, 11, increase_only=True)
+    await store.persist(MQ)  # a later write keeps a .bak of the earlier file
+    assert (tmp_path / "127.0.0.1@i" / "g" / "offsets.json.bak").exists()
+    fresh = LocalFileOffsetStore("g", "127.0.0.1@i", tmp_path)
+    assert await fresh.read_offset(MQ, ReadOffsetType.READ_FROM_STORE) == 11
