@@ -10,6 +10,7 @@ from consumer.allocate import (
     AllocateMessageQueueStrategy,
 )
 from consumer.client_config import ClientConfig
+from consumer.lite_pull_consumer import LitePullConsumer
 from consumer.push_consumer import PushConsumer
 from consumer.types import (
     ConsumeConcurrentlyContext,
@@ -33,6 +34,7 @@ __all__ = [
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
+    "LitePullConsumer",
     "MessageExt",
     "MessageModel",
     "MessageQueue",
