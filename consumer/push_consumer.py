@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -25,6 +26,7 @@ from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueu
 from consumer.client_config import ClientConfig
 from consumer.client_instance import MQClientInstance, MQClientManager
 from consumer.consume_concurrently import ConsumeMessageConcurrentlyService
+from consumer.consume_orderly import ConsumeMessageOrderlyService
 from consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -37,6 +39,7 @@ from consumer.rebalance_impl import RebalanceImpl
 from consumer.types import (
     ConsumeFromWhere,
     MessageListenerConcurrently,
+    MessageListenerOrderly,
     MessageModel,
     MessageQueueListener,
 )
@@ -91,6 +94,10 @@ class PushConsumer:
         consumer_timeout_millis_when_suspend: int = 30_000,
         pull_max_idle_time_ms: int = 120_000,
         rebalance_dispatch_delay_ms: int = 500,
+        suspend_current_queue_time_millis: int = 1_000,
+        lock_interval_ms: int = 20_000,
+        lock_max_live_ms: int = 30_000,
+        unlock_delay_ms: int = 20_000,
         handoff: str = "classic",
         client_config: ClientConfig | None = None,
         offset_store_dir: Path | None = None,
@@ -133,23 +140,31 @@ class PushConsumer:
         self.pull_threshold_for_topic = pull_threshold_for_topic
         self.pull_threshold_size_for_topic = pull_threshold_size_for_topic
         self.consume_concurrently_max_span = consume_concurrently_max_span
+        # -1: 16 for concurrent consumption, unlimited for orderly (fixed at registration).
+        self._max_reconsume_times_setting = max_reconsume_times
         self.max_reconsume_times = 16 if max_reconsume_times == -1 else max_reconsume_times
         self.pull_time_delay_mills_when_exception = pull_time_delay_mills_when_exception
         self.broker_suspend_max_time_millis = broker_suspend_max_time_millis
         self.consumer_timeout_millis_when_suspend = consumer_timeout_millis_when_suspend
         self.pull_max_idle_time_ms = pull_max_idle_time_ms
         self.rebalance_dispatch_delay_ms = rebalance_dispatch_delay_ms
+        self.unlock_delay_ms = unlock_delay_ms
         self.handoff = handoff
         self.client_config = client_config
         self.offset_store_dir = offset_store_dir
         self.message_queue_listener = message_queue_listener
         self._subscriptions: dict[str, str] = {}
         self._sub_versions: dict[str, int] = {}
-        self._listener: MessageListenerConcurrently | None = None
+        self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
         self._client: MQClientInstance | None = None
         self.offset_store: OffsetStore | None = None
         self.rebalance_impl: RebalanceImpl | None = None
         self.consume_service: ConsumeMessageConcurrentlyService | None = None
+        self.consume_orderly_service: ConsumeMessageOrderlyService | None = None
+        self.consume_orderly = False
+        self.suspend_current_queue_time_millis = suspend_current_queue_time_millis
+        self.lock_interval_ms = lock_interval_ms
+        self.lock_max_live_ms = lock_max_live_ms
         self.client_id = ""
         self.running = False
         self.paused = False
@@ -179,9 +194,28 @@ class PushConsumer:
         if self.rebalance_impl is not None:
             self.rebalance_impl.subscription_inner.pop(topic, None)
 
-    def register_message_listener(self, listener: MessageListenerConcurrently) -> None:
-        """The async callable ``(msgs, context) -> ConsumeConcurrentlyStatus``."""
+    def register_message_listener(
+        self,
+        listener: MessageListenerConcurrently | MessageListenerOrderly,
+        *,
+        orderly: bool = False,
+    ) -> None:
+        """The async listener ``(msgs, context) -> status``.
+
+        Concurrent (default): returns ``ConsumeConcurrentlyStatus``. ``orderly=True``: a
+        ``MessageListenerOrderly`` returning ``ConsumeOrderlyStatus``; each queue is then consumed
+        one batch at a time, in order, only while this client holds the broker's lock on it.
+        """
         self._listener = listener
+        self.consume_orderly = orderly
+        if orderly and self._max_reconsume_times_setting == -1:
+            self.max_reconsume_times = 2**31 - 1
+        elif self._max_reconsume_times_setting == -1:
+            self.max_reconsume_times = 16
+
+    def register_message_listener_orderly(self, listener: MessageListenerOrderly) -> None:
+        """Same as ``register_message_listener(listener, orderly=True)``."""
+        self.register_message_listener(listener, orderly=True)
 
     @property
     def assigned_queues(self) -> set[MessageQueue]:
@@ -236,16 +270,36 @@ class PushConsumer:
                 pull_max_idle_ms=self.pull_max_idle_time_ms,
             )
             self.rebalance_impl.subscription_inner.update(inner)
-            self.consume_service = ConsumeMessageConcurrentlyService(
-                self.consumer_group,
-                self._listener,
-                self.message_model,
-                update_offset=self._update_offset_after_consume,
-                send_message_back=self.send_message_back,
-                consume_message_batch_max_size=self.consume_message_batch_max_size,
-                consume_thread_max=self.consume_thread_max,
-                on_consumed=self._on_consumed,
-            )
+            if self.consume_orderly:
+                rebalance_impl = self.rebalance_impl
+                self.consume_orderly_service = ConsumeMessageOrderlyService(
+                    self.consumer_group,
+                    cast(MessageListenerOrderly, self._listener),
+                    self.message_model,
+                    process_queue_of=lambda mq: rebalance_impl.process_queue_table.get(mq),
+                    update_offset=self._update_offset_orderly,
+                    lock=self.lock,
+                    lock_all=self.lock_all,
+                    send_to_dlq=lambda m: self.send_message_back(m, -1),
+                    consume_message_batch_max_size=self.consume_message_batch_max_size,
+                    suspend_current_queue_time_millis=self.suspend_current_queue_time_millis,
+                    max_reconsume_times=self.max_reconsume_times,
+                    lock_interval_ms=self.lock_interval_ms,
+                    lock_max_live_ms=self.lock_max_live_ms,
+                    on_consumed=self._on_consumed,
+                )
+                self.consume_orderly_service.start()
+            else:
+                self.consume_service = ConsumeMessageConcurrentlyService(
+                    self.consumer_group,
+                    cast(MessageListenerConcurrently, self._listener),
+                    self.message_model,
+                    update_offset=self._update_offset_after_consume,
+                    send_message_back=self.send_message_back,
+                    consume_message_batch_max_size=self.consume_message_batch_max_size,
+                    consume_thread_max=self.consume_thread_max,
+                    on_consumed=self._on_consumed,
+                )
             client.register_consumer(self)
             await client.start()
             self.running = True
@@ -273,7 +327,20 @@ class PushConsumer:
         assert self._client is not None and self.rebalance_impl is not None
         if self.consume_service is not None:
             await self.consume_service.shutdown(await_terminate_s)
-        await self.persist_consumer_offset()
+        if self.consume_orderly_service is not None:
+            # Ours: wait for each queue's batch in flight (500 ms at most) and keep the queues
+            # from starting another, persist, and only then unlock, so the next owner starts
+            # from the committed offset. RocketMQ unlocks first and persists after.
+            held = await self._hold_consume_locks(0.5)
+            await self.consume_orderly_service.shutdown(await_terminate_s)
+            await self.persist_consumer_offset()
+            if self.message_model is MessageModel.CLUSTERING:
+                await self.unlock_all()
+            for pq in held:
+                pq.dropped = True
+                pq.consume_lock.release()
+        else:
+            await self.persist_consumer_offset()
         await self._client.unregister_consumer(self.consumer_group)
         self.rebalance_impl.destroy()
         await self._release_client()
@@ -341,7 +408,7 @@ class PushConsumer:
     async def do_rebalance(self) -> bool:
         if self.paused or self.rebalance_impl is None or not self.running:
             return not self.paused
-        return await self.rebalance_impl.do_rebalance(is_order=False)
+        return await self.rebalance_impl.do_rebalance(is_order=self.consume_orderly)
 
     async def persist_consumer_offset(self) -> None:
         if self.offset_store is None or self.rebalance_impl is None:
@@ -359,21 +426,73 @@ class PushConsumer:
         return True
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        assert self.offset_store is not None
-        await self.offset_store.persist(mq)
-        self.offset_store.remove_offset(mq)
-        return True
+        return (await self.remove_unnecessary_message_queues([(mq, pq)]))[0]
 
     async def remove_unnecessary_message_queues(
         self, items: list[tuple[MessageQueue, ProcessQueue]]
     ) -> list[bool]:
-        """Persist the dropped queues' offsets (one commit per broker), then forget them."""
+        """Persist the dropped queues' offsets (one commit per broker), then forget them.
+
+        Orderly in CLUSTERING also waits for the batch in flight (500 ms at most), persists,
+        and unlocks on the broker; a queue whose batch is still running stays (False) and is
+        dropped again at the next rebalance, unless its lock is 20 s old (force unlock).
+        """
         assert self.offset_store is not None
+        if self.consume_orderly and self.message_model is MessageModel.CLUSTERING:
+            return list(
+                await asyncio.gather(
+                    *(self._try_remove_order_message_queue(mq, pq) for mq, pq in items)
+                )
+            )
         mqs = [mq for mq, _ in items]
         await self.offset_store.persist_many(mqs)
         for mq in mqs:
             self.offset_store.remove_offset(mq)
         return [True] * len(items)
+
+    async def _try_remove_order_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        assert self.offset_store is not None
+        force_unlock = pq.dropped and pq.now_ms() > pq.last_lock_timestamp + self.unlock_delay_ms
+        got_lock = False
+        if not force_unlock:
+            try:
+                async with asyncio.timeout(0.5):
+                    await pq.consume_lock.acquire()
+                got_lock = True
+            except TimeoutError:
+                pq.inc_try_unlock_times()
+                log.warning(
+                    "the message queue is being consumed, try to unlock it later",
+                    group=self.consumer_group,
+                    mq=str(mq),
+                    try_unlock_times=pq.try_unlock_times,
+                )
+                return False
+        try:
+            await self.offset_store.persist(mq)
+            self.offset_store.remove_offset(mq)
+            pq.locked = False
+            await self.unlock([mq])
+            return True
+        finally:
+            if got_lock:
+                pq.consume_lock.release()
+
+    async def _hold_consume_locks(self, timeout_s: float) -> list[ProcessQueue]:
+        """Take every queue's consume lock (waiting out batches in flight) and keep it."""
+        assert self.rebalance_impl is not None
+        held: list[ProcessQueue] = []
+
+        async def take(pq: ProcessQueue) -> None:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await pq.consume_lock.acquire()
+                held.append(pq)
+            except TimeoutError:
+                pass
+
+        await asyncio.gather(*(take(pq) for pq in self.rebalance_impl.process_queue_table.values()))
+        return held
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """Where a newly assigned queue starts: the committed offset, else ConsumeFromWhere."""
@@ -416,7 +535,82 @@ class PushConsumer:
         return int(response.offset)
 
     async def lock(self, mq: MessageQueue) -> bool:
-        return True
+        """LOCK_BATCH_MQ for one queue on its master (orderly); True when we hold it."""
+        if self.message_model is MessageModel.BROADCASTING or self._client is None:
+            return True
+        locked = await self._lock_batch(mq.broker_name, [mq])
+        return mq in locked
+
+    async def _lock_batch(self, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        assert self._client is not None and self.rebalance_impl is not None
+        request = broker_pb2.LockBatchRequest(
+            consumer_group=self.consumer_group,
+            client_id=self.client_id,
+            only_this_broker=True,
+            mq_set=[mq.to_proto() for mq in mqs],
+        )
+        try:
+            response = await self._client.invoke_broker(
+                broker_name, "LockBatchMQ", request, timeout=1.0
+            )
+        except MQError as e:
+            log.warning(
+                "lockBatchMQ failed", group=self.consumer_group, broker=broker_name, error=str(e)
+            )
+            return set()
+        locked = {MessageQueue.from_proto(m) for m in response.lock_ok_mq_set}
+        now = _now_ms()
+        for mq in mqs:
+            pq = self.rebalance_impl.process_queue_table.get(mq)
+            if pq is None:
+                continue
+            if mq in locked:
+                if not pq.locked:
+                    log.info("the message queue locked OK", group=self.consumer_group, mq=str(mq))
+                pq.locked = True
+                pq.last_lock_timestamp = now
+            else:
+                pq.locked = False
+        return locked
+
+    async def lock_all(self) -> None:
+        """Re-lock every queue we hold, one request per broker (every 20 s)."""
+        assert self.rebalance_impl is not None
+        by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
+        for mq, pq in self.rebalance_impl.process_queue_table.items():
+            if not pq.dropped:
+                by_broker[mq.broker_name].append(mq)
+        await asyncio.gather(*(self._lock_batch(b, mqs) for b, mqs in by_broker.items()))
+
+    async def unlock(self, mqs: list[MessageQueue]) -> None:
+        """UNLOCK_BATCH_MQ, one request per broker."""
+        if self._client is None or self.message_model is MessageModel.BROADCASTING:
+            return
+        by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
+        for mq in mqs:
+            by_broker[mq.broker_name].append(mq)
+        for broker_name, queues in by_broker.items():
+            request = broker_pb2.UnlockBatchRequest(
+                consumer_group=self.consumer_group,
+                client_id=self.client_id,
+                only_this_broker=True,
+                mq_set=[mq.to_proto() for mq in queues],
+            )
+            try:
+                await self._client.invoke_broker(broker_name, "UnlockBatchMQ", request, timeout=1.0)
+            except MQError as e:
+                log.warning(
+                    "unlockBatchMQ failed",
+                    group=self.consumer_group,
+                    broker=broker_name,
+                    error=str(e),
+                )
+
+    async def unlock_all(self) -> None:
+        assert self.rebalance_impl is not None
+        await self.unlock(sorted(self.rebalance_impl.process_queue_table))
+        for pq in self.rebalance_impl.process_queue_table.values():
+            pq.locked = False
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
         return None
@@ -470,6 +664,7 @@ class PushConsumer:
             pull_threshold_for_queue=self.pull_threshold_for_queue,
             pull_threshold_size_for_queue=self.pull_threshold_size_for_queue,
             consume_concurrently_max_span=self.consume_concurrently_max_span,
+            consume_orderly=self.consume_orderly,
         )
         if reason is not None:
             service.execute_pull_request_later(
@@ -478,6 +673,22 @@ class PushConsumer:
             return
         assert self.rebalance_impl is not None and self.offset_store is not None
         mq = request.message_queue
+        if self.consume_orderly and self.message_model is MessageModel.CLUSTERING:
+            if not pq.locked:
+                service.execute_pull_request_later(
+                    request, self.pull_time_delay_mills_when_exception
+                )
+                return
+            if not request.previously_locked:
+                # The first pull after the lock re-reads the committed offset from the broker.
+                offset = await self.compute_pull_from_where(mq)
+                if offset < 0:
+                    service.execute_pull_request_later(
+                        request, self.pull_time_delay_mills_when_exception
+                    )
+                    return
+                request.next_offset = offset
+                request.previously_locked = True
         sub = self.rebalance_impl.subscription_inner.get(mq.topic)
         if sub is None:
             service.execute_pull_request_later(request, self.pull_time_delay_mills_when_exception)
@@ -552,7 +763,7 @@ class PushConsumer:
                 return
             if pq.dropped:
                 return
-            pq.put_message(msgs)
+            dispatch_to_consume = pq.put_message(msgs)
             tracer.record(
                 "pull",
                 group=self.consumer_group,
@@ -562,8 +773,13 @@ class PushConsumer:
                 first=msgs[0].queue_offset,
                 next=request.next_offset,
             )
-            assert self.consume_service is not None
-            self.consume_service.submit_consume_request(msgs, pq, mq)
+            if self.consume_orderly_service is not None:
+                self.consume_orderly_service.submit_consume_request(
+                    msgs, pq, mq, dispatch_to_consume
+                )
+            else:
+                assert self.consume_service is not None
+                self.consume_service.submit_consume_request(msgs, pq, mq)
             service.execute_pull_request_later(request, self.pull_interval_ms)
         elif status in (broker_pb2.NO_NEW_MSG, broker_pb2.NO_MATCHED_MSG):
             request.next_offset = result.next_begin_offset
@@ -589,6 +805,10 @@ class PushConsumer:
     def _update_offset_after_consume(self, mq: MessageQueue, offset: int) -> None:
         if self.offset_store is not None:
             self.offset_store.update_offset(mq, offset, increase_only=True)
+
+    def _update_offset_orderly(self, mq: MessageQueue, offset: int) -> None:
+        if self.offset_store is not None:
+            self.offset_store.update_offset(mq, offset, increase_only=False)
 
     def _on_consumed(self, mq: MessageQueue, msgs: list[MessageExt]) -> None:
         if tracer.enabled:
