@@ -1,10 +1,16 @@
-"""``aiorocketmq``: the demo, and (as they land) local clusters, traces and benchmarks."""
+"""``aiorocketmq``: the demo, consumer and producer processes, traces and local clusters."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from aiorocketmq.clients_cli import (
+    add_consume_parser,
+    add_produce_parser,
+    consume_main,
+    produce_main,
+)
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.runtime import run
 
@@ -17,12 +23,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="watch consumers join and leave a group, narrated")
     demo.add_argument("--step", type=float, default=4.0, help="seconds between joins and leaves")
+    add_consume_parser(sub)
+    add_produce_parser(sub)
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     if args.command == "demo":
         from aiorocketmq.demo import run_demo
 
         return run(run_demo(sys.stdout, step_s=args.step))
+    if args.command == "consume":
+        return run(consume_main(args))
+    if args.command == "produce":
+        return run(produce_main(args))
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -1,0 +1,169 @@
+"""``aiorocketmq consume`` and ``aiorocketmq produce``: a consumer or a producer as a process.
+
+Used by docker-compose's scalable ``consumer`` and ``producer`` services, by process tests that
+kill a consumer with SIGKILL, and by people trying the protocol by hand. Both stop cleanly on
+SIGINT/SIGTERM (the consumer persists its offsets and leaves its group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aiorocketmq.trace import tracer
+from consumer import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    MessageExt,
+    MessageModel,
+    PushConsumer,
+)
+from consumer.allocate import strategy_by_name
+from consumer.client_config import ClientConfig
+from consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from producer import Message, Producer, SelectMessageQueueByHash
+
+__all__ = ["add_consume_parser", "add_produce_parser", "consume_main", "produce_main"]
+
+
+def add_consume_parser(sub: Any) -> None:
+    p = sub.add_parser("consume", help="run a push consumer until SIGINT/SIGTERM")
+    p.add_argument("-n", "--namesrv-addr", default="127.0.0.1:9876")
+    p.add_argument("-g", "--group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-s", "--expression", default="*", help="tag expression: * or 'TagA || TagB'")
+    p.add_argument("--instance-name", help="client instance name (default: pid#nanotime)")
+    p.add_argument("--from", dest="from_where", choices=("last", "first"), default="last")
+    p.add_argument("--model", choices=("clustering", "broadcasting"), default="clustering")
+    p.add_argument("--orderly", action="store_true", help="orderly consumption (queue locks)")
+    p.add_argument(
+        "--strategy", default="AVG", help="allocation strategy name (AVG, CONSISTENT_HASH, ...)"
+    )
+    p.add_argument("--handoff", choices=("classic", "fenced"), default="classic")
+    p.add_argument("--rebalance-interval-ms", type=int, default=20_000)
+    p.add_argument("--trace", type=Path, help="append the protocol trace (JSONL) to this file")
+    p.add_argument(
+        "--print", dest="print_messages", action="store_true", help="print each message (JSON)"
+    )
+
+
+def add_produce_parser(sub: Any) -> None:
+    p = sub.add_parser("produce", help="send messages to a topic")
+    p.add_argument("-n", "--namesrv-addr", default="127.0.0.1:9876")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("--count", type=int, default=0, help="messages to send (0 = until stopped)")
+    p.add_argument(
+        "--rate", type=float, default=50.0, help="messages per second (0 = as fast as possible)"
+    )
+    p.add_argument("--tags", default="")
+    p.add_argument(
+        "--keys", type=int, default=0, help="shard by N keys (orderly production); 0 = round robin"
+    )
+    p.add_argument("--prefix", default="msg", help="body prefix (bodies are JSON: prefix, seq, ts)")
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def consume_main(args: argparse.Namespace) -> int:
+    if args.trace:
+        tracer.to_file(args.trace)
+    consumer = PushConsumer(
+        args.group,
+        args.namesrv_addr,
+        instance_name=args.instance_name,
+        consume_from_where=(
+            ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+            if args.from_where == "first"
+            else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+        ),
+        message_model=MessageModel.BROADCASTING
+        if args.model == "broadcasting"
+        else MessageModel.CLUSTERING,
+        allocate_strategy=strategy_by_name(args.strategy),
+        handoff=args.handoff,
+        client_config=ClientConfig(rebalance_wait_interval_ms=args.rebalance_interval_ms),
+    )
+    consumer.subscribe(args.topic, args.expression)
+
+    def show(msgs: list[MessageExt]) -> None:
+        if args.print_messages:
+            for m in msgs:
+                line = {
+                    "topic": m.topic,
+                    "broker": m.broker_name,
+                    "queue": m.queue_id,
+                    "offset": m.queue_offset,
+                    "msg_id": m.msg_id,
+                    "body": m.body.decode("utf-8", "replace"),
+                }
+                print(json.dumps(line), flush=True)
+
+    async def concurrently(
+        msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus:
+        show(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def orderly(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        show(msgs)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    if args.orderly:
+        consumer.register_message_listener(orderly, orderly=True)
+    else:
+        consumer.register_message_listener(concurrently)
+    stop = _stop_event()
+    await consumer.start()
+    print(
+        f"consumer started: group={args.group} client_id={consumer.client_id}",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await stop.wait()
+    finally:
+        await consumer.shutdown()
+        tracer.close_file()
+    return 0
+
+
+async def produce_main(args: argparse.Namespace) -> int:
+    stop = _stop_event()
+    sent = 0
+    started = time.monotonic()
+    selector = SelectMessageQueueByHash()
+    async with Producer("aiorocketmq_producer", args.namesrv_addr) as producer:
+        while not stop.is_set() and (args.count == 0 or sent < args.count):
+            body = json.dumps(
+                {"prefix": args.prefix, "seq": sent, "ts": int(time.time() * 1000)}
+            ).encode()
+            msg = Message(args.topic, body, tags=args.tags or None)
+            if args.keys:
+                await producer.send(msg, selector=selector, arg=sent % args.keys)
+            else:
+                await producer.send(msg)
+            sent += 1
+            if args.rate > 0:
+                delay = started + sent / args.rate - time.monotonic()
+                if delay > 0:
+                    try:
+                        async with asyncio.timeout(delay):
+                            await stop.wait()
+                    except TimeoutError:
+                        pass
+    elapsed = time.monotonic() - started
+    print(f"sent {sent} messages to {args.topic} in {elapsed:.1f}s", file=sys.stderr, flush=True)
+    return 0
