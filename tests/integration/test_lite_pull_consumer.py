@@ -134,6 +134,46 @@ async def test_two_subscribers_split_the_queues_and_poll_every_message_once(
         await c2.shutdown()
 
 
+async def test_join_and_graceful_leave_mid_stream_lose_nothing(
+    cluster: LocalCluster, producer: Producer
+) -> None:
+    received: dict[bytes, list[str]] = {}
+    c1 = lite(cluster, "lite-join", "j1", consume_from_where=FIRST)
+    c2 = lite(cluster, "lite-join", "j2", consume_from_where=FIRST)
+    c1.subscribe(TOPIC)
+    c2.subscribe(TOPIC)
+
+    async def poll_forever(c: LitePullConsumer) -> None:
+        async for msg in c:
+            received.setdefault(msg.body, []).append(c.client_id)
+
+    pollers: list[asyncio.Task[None]] = []
+    bodies: list[bytes] = []
+    try:
+        await c1.start()
+        pollers.append(asyncio.create_task(poll_forever(c1)))
+        await wait_until(lambda: c1.assignment() == set(all_queues()), message="c1 holds all")
+        bodies += await send(producer, "before-join", 50)
+        await c2.start()  # joins mid-stream
+        pollers.append(asyncio.create_task(poll_forever(c2)))
+        bodies += await send(producer, "during-join", 50)
+        await wait_until(lambda: split_as_avg([c1, c2]), timeout=15, message="AVG split")
+        bodies += await send(producer, "split", 50)
+        await c1.shutdown()  # graceful leave: commits what it polled
+        bodies += await send(producer, "after-leave", 50)
+        await wait_until(lambda: c2.assignment() == set(all_queues()), message="c2 holds all")
+        await wait_until(
+            lambda: all(b in received for b in bodies), timeout=15, message="every message polled"
+        )
+    finally:
+        await c1.shutdown()
+        await c2.shutdown()
+        async with asyncio.timeout(5):
+            await asyncio.gather(*pollers)
+    duplicates = sum(len(v) - 1 for v in received.values())
+    print(f"lite pull duplicates across join and leave: {duplicates}")
+
+
 async def test_commit_sync_then_a_new_consumer_resumes_after_the_committed_offsets(
     cluster: LocalCluster, producer: Producer
 ) -> None:
