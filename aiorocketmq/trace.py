@@ -31,6 +31,10 @@ EVENTS: dict[str, str] = {
     "pull": "consumer: a pull returned messages",
     "offset_commit": "consumer: offsets committed to a broker",
     "consumed": "consumer: the listener consumed a message",
+    "sent": "producer: the broker stored a batch (queue, first offset, count)",
+    "consumer_started": "consumer: start() finished (the client joined its group)",
+    "consumer_shutdown": "consumer: shutdown() began (a graceful leave)",
+    "client_unregistered": "broker: UNREGISTER_CLIENT, a graceful leave",
 }
 
 

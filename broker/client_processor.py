@@ -247,6 +247,10 @@ class ClientManageProcessor:
         if request.producer_group:
             self.producer_manager.unregister_producer(request.producer_group, info)
         if request.consumer_group:
+            tracer.record(
+                "client_unregistered", broker=self.config.broker_name, group=request.consumer_group,
+                client_id=info.client_id,
+            )
             self.consumer_manager.unregister_consumer(
                 request.consumer_group, info, self._group_notify_enabled(request.consumer_group)
             )

@@ -310,6 +310,7 @@ class PushConsumer:
         except BaseException:
             await self._release_client()
             raise
+        tracer.record("consumer_started", group=self.consumer_group, client_id=self.client_id)
         log.info(
             "the consumer started",
             group=self.consumer_group,
@@ -324,6 +325,7 @@ class PushConsumer:
         if not self.running:
             return
         self.running = False
+        tracer.record("consumer_shutdown", group=self.consumer_group, client_id=self.client_id)
         assert self._client is not None and self.rebalance_impl is not None
         if self.consume_service is not None:
             await self.consume_service.shutdown(await_terminate_s)

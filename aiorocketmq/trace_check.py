@@ -1,0 +1,257 @@
+"""The invariant checker: who held each queue when, and what was consumed twice or never.
+
+Rules: pure functions over trace records (``aiorocketmq.trace``); records from several
+processes are merged by timestamp. A consumer *holds* a queue from its ``queue_added`` (or
+``queue_acquired``) to its ``queue_dropped`` (or ``queue_released``), or to the end of the trace
+if it never let go; a client whose channel closed without a graceful leave (no
+``consumer_shutdown`` / ``client_unregistered``) crashed, and its holdings end at that close.
+
+The report answers, per queue: the holders in order; windows with two holders (double
+ownership); gaps between one holder and the next (unowned time per handoff) and queues unowned
+at the end; messages consumed more than once (by whom, and whether a crash or a graceful change
+caused it); messages sent but never consumed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Handoff",
+    "Holding",
+    "TraceReport",
+    "check",
+    "format_report",
+    "read_traces",
+]
+
+
+@dataclass(slots=True)
+class Holding:
+    """One client holding one queue from ``start`` to ``end`` (ms; None = still holding)."""
+
+    client_id: str
+    start: int
+    end: int | None = None
+
+
+@dataclass(slots=True)
+class Handoff:
+    """A queue passing from one holder to the next: overlap > 0 is double ownership."""
+
+    mq: str
+    from_client: str
+    to_client: str
+    unowned_ms: int
+    overlap_ms: int
+
+
+@dataclass
+class TraceReport:
+    """What ``check`` found."""
+
+    start: int
+    end: int
+    holdings: dict[str, list[Holding]] = field(default_factory=dict)
+    double_ownership_ms: dict[str, int] = field(default_factory=dict)
+    handoffs: list[Handoff] = field(default_factory=list)
+    unowned_at_end: list[str] = field(default_factory=list)
+    duplicates: dict[str, list[str]] = field(default_factory=dict)
+    duplicate_causes: dict[str, int] = field(default_factory=dict)
+    never_consumed: list[str] = field(default_factory=list)
+    crashed_clients: set[str] = field(default_factory=set)
+    consumed: int = 0
+    sent: int = 0
+
+    @property
+    def total_double_ownership_ms(self) -> int:
+        return sum(self.double_ownership_ms.values())
+
+    @property
+    def duplicate_count(self) -> int:
+        """Deliveries beyond the first, over all messages."""
+        return sum(len(v) - 1 for v in self.duplicates.values())
+
+    def holders_now(self) -> dict[str, list[str]]:
+        """Per queue, the clients still holding it at the end of the trace."""
+        return {
+            mq: [h.client_id for h in hs if h.end is None]
+            for mq, hs in self.holdings.items()
+            if any(h.end is None for h in hs)
+        }
+
+
+def read_traces(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Every record of the JSONL files, merged in timestamp order (a torn last line is skipped)."""
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        with path.open() as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a process killed mid-write leaves a partial last line
+    records.sort(key=lambda r: r.get("ts", 0))
+    return records
+
+
+_GAINS = {"queue_added", "queue_acquired"}
+_LOSSES = {"queue_dropped", "queue_released"}
+
+
+def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:
+    """Clients whose channel closed with no graceful leave before it, and when."""
+    graceful: set[str] = set()
+    crashed_at: dict[str, int] = {}
+    for r in records:
+        event, cid = r["event"], r.get("client_id", "")
+        if event in ("consumer_shutdown", "client_unregistered"):
+            graceful.add(cid)
+        elif event == "channel_closed" and cid not in graceful and r.get("groups"):
+            crashed_at.setdefault(cid, r["ts"])
+    return set(crashed_at), crashed_at
+
+
+def check(
+    records: list[dict[str, Any]],
+    *,
+    group: str | None = None,
+    topic: str | None = None,
+    expected: Iterable[str] | None = None,
+) -> TraceReport:
+    """Analyse ``records`` for ``group`` (all groups if None) and ``topic`` (all if None).
+
+    ``expected``: message keys ``"<mq>@<offset>"`` that must have been consumed; by default
+    every message of a ``sent`` record (of ``topic``).
+    """
+    if not records:
+        return TraceReport(0, 0)
+    start, end = records[0]["ts"], records[-1]["ts"]
+    report = TraceReport(start, end)
+    crashed, crashed_at = _crashed(records)
+    report.crashed_clients = crashed
+
+    def wanted(r: dict[str, Any]) -> bool:
+        if group is not None and r.get("group") not in (None, group):
+            return False
+        return topic is None or f"topic={topic}," in str(r.get("mq", f"topic={topic},"))
+
+    holdings: dict[str, list[Holding]] = defaultdict(list)
+    consumed_by: dict[str, list[str]] = defaultdict(list)
+    sent: set[str] = set()
+    for r in records:
+        if not wanted(r):
+            continue
+        event = r["event"]
+        if event in _GAINS:
+            hs = holdings[r["mq"]]
+            if not any(h.client_id == r["client_id"] and h.end is None for h in hs):
+                hs.append(Holding(r["client_id"], r["ts"]))
+        elif event in _LOSSES:
+            for h in reversed(holdings[r["mq"]]):
+                if h.client_id == r["client_id"] and h.end is None:
+                    h.end = r["ts"]
+                    break
+        elif event == "consumed":
+            consumed_by[f"{r['mq']}@{r['offset']}"].append(r["client_id"])
+        elif event == "sent":
+            sent.update(f"{r['mq']}@{r['offset'] + i}" for i in range(r.get("count", 1)))
+    for hs in holdings.values():  # a crashed client's holdings end when its channel closed
+        for h in hs:
+            if h.end is None and h.client_id in crashed_at:
+                h.end = max(h.start, crashed_at[h.client_id])
+    report.holdings = dict(holdings)
+    for mq, hs in holdings.items():
+        ordered = sorted(hs, key=lambda h: h.start)
+        double = 0
+        for i, a in enumerate(ordered):
+            a_end = end if a.end is None else a.end
+            for b in ordered[i + 1 :]:
+                if b.client_id == a.client_id:
+                    continue
+                b_end = end if b.end is None else b.end
+                double += max(0, min(a_end, b_end) - max(a.start, b.start))
+        if double:
+            report.double_ownership_ms[mq] = double
+        for a, b in pairwise(ordered):
+            if a.client_id == b.client_id:
+                continue
+            a_end = end if a.end is None else a.end
+            report.handoffs.append(
+                Handoff(
+                    mq, a.client_id, b.client_id, max(0, b.start - a_end), max(0, a_end - b.start)
+                )
+            )
+        if ordered and all(h.end is not None for h in ordered):
+            report.unowned_at_end.append(mq)
+    report.unowned_at_end.sort()
+    report.consumed = len(consumed_by)
+    report.sent = len(sent)
+    report.duplicates = {k: v for k, v in consumed_by.items() if len(v) > 1}
+    causes: dict[str, int] = defaultdict(int)
+    for clients in report.duplicates.values():
+        cause = "crash" if any(c in crashed for c in clients) else "graceful"
+        causes[cause] += len(clients) - 1
+    report.duplicate_causes = dict(causes)
+    must = set(expected) if expected is not None else sent
+    report.never_consumed = sorted(must - set(consumed_by))
+    return report
+
+
+def _short(mq: str) -> str:
+    if "brokerName=" not in mq:
+        return mq
+    return mq.split("brokerName=")[1].rstrip("]").replace(", queueId=", ":")
+
+
+def format_report(report: TraceReport) -> str:
+    """The report for people."""
+    t0 = report.start
+    lines = [
+        f"trace: {(report.end - report.start) / 1000:.2f}s, {report.sent} messages sent, "
+        f"{report.consumed} consumed"
+    ]
+    lines.append("\nwho held each queue (seconds from the start of the trace):")
+    for mq in sorted(report.holdings):
+        spans = "  ".join(
+            f"{h.client_id.rpartition('@')[2]} {(h.start - t0) / 1000:.2f}-"
+            + ("end" if h.end is None else f"{(h.end - t0) / 1000:.2f}")
+            for h in sorted(report.holdings[mq], key=lambda h: h.start)
+        )
+        lines.append(f"  {_short(mq):24} {spans}")
+    lines.append(f"\ndouble ownership: {report.total_double_ownership_ms} ms in total")
+    for mq, ms in sorted(report.double_ownership_ms.items()):
+        lines.append(f"  {_short(mq):24} {ms} ms")
+    if report.handoffs:
+        unowned = sorted(h.unowned_ms for h in report.handoffs)
+        lines.append(
+            f"handoffs: {len(report.handoffs)}, unowned time p50 {unowned[len(unowned) // 2]} ms, "
+            f"max {unowned[-1]} ms"
+        )
+    if report.unowned_at_end:
+        lines.append("unowned at the end: " + ", ".join(_short(m) for m in report.unowned_at_end))
+    if report.crashed_clients:
+        lines.append("crashed clients: " + ", ".join(sorted(report.crashed_clients)))
+    lines.append(
+        f"duplicates: {report.duplicate_count} deliveries beyond the first on {len(report.duplicates)} "
+        f"messages {dict(sorted(report.duplicate_causes.items()))}"
+    )
+    for key, clients in sorted(report.duplicates.items())[:20]:
+        mq, _, offset = key.rpartition("@")
+        lines.append(
+            f"  {_short(mq)}@{offset}: " + ", ".join(c.rpartition("@")[2] for c in clients)
+        )
+    lines.append(f"never consumed: {len(report.never_consumed)}")
+    for key in report.never_consumed[:20]:
+        mq, _, offset = key.rpartition("@")
+        lines.append(f"  {_short(mq)}@{offset}")
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""The trace checker over hand-made traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from aiorocketmq.trace_check import check, format_report, read_traces
+
+Q0 = "MessageQueue [topic=T, brokerName=b, queueId=0]"
+Q1 = "MessageQueue [topic=T, brokerName=b, queueId=1]"
+
+
+def rec(ts: int, event: str, **fields: Any) -> dict[str, Any]:
+    return {"ts": ts, "event": event, "group": "g", **fields}
+
+
+def test_holdings_double_ownership_and_handoffs() -> None:
+    report = check(
+        [
+            rec(0, "sent", mq=Q0, offset=0, count=3),
+            rec(0, "queue_added", client_id="A", mq=Q0),
+            rec(10, "consumed", client_id="A", mq=Q0, offset=0),
+            rec(20, "queue_added", client_id="B", mq=Q0),  # B starts before A stops: 5 ms double
+            rec(25, "queue_dropped", client_id="A", mq=Q0),
+            rec(26, "consumed", client_id="B", mq=Q0, offset=0),  # a duplicate (graceful)
+            rec(27, "consumed", client_id="B", mq=Q0, offset=1),
+            rec(30, "queue_added", client_id="A", mq=Q1),
+            rec(40, "queue_dropped", client_id="A", mq=Q1),
+            rec(50, "queue_added", client_id="B", mq=Q1),  # 10 ms unowned
+            rec(60, "queue_dropped", client_id="B", mq=Q1),
+        ]
+    )
+    assert report.double_ownership_ms == {Q0: 5}
+    assert {(h.mq, h.unowned_ms, h.overlap_ms) for h in report.handoffs} == {
+        (Q0, 0, 5),
+        (Q1, 10, 0),
+    }
+    assert report.unowned_at_end == [Q1]
+    assert report.duplicates == {f"{Q0}@0": ["A", "B"]}
+    assert report.duplicate_causes == {"graceful": 1}
+    assert report.never_consumed == [f"{Q0}@2"]
+    assert report.holders_now() == {Q0: ["B"]}
+    text = format_report(report)
+    assert "double ownership: 5 ms" in text and "never consumed: 1" in text
+
+
+def test_a_crash_ends_holdings_at_the_channel_close_and_is_the_duplicates_cause() -> None:
+    report = check(
+        [
+            rec(0, "queue_added", client_id="A", mq=Q0),
+            rec(5, "consumed", client_id="A", mq=Q0, offset=0),
+            {"ts": 10, "event": "channel_closed", "client_id": "A", "groups": ["g"]},
+            rec(12, "queue_added", client_id="B", mq=Q0),
+            rec(13, "consumed", client_id="B", mq=Q0, offset=0),
+        ]
+    )
+    assert report.crashed_clients == {"A"}
+    assert report.double_ownership_ms == {}
+    assert report.handoffs[0].unowned_ms == 2
+    assert report.duplicate_causes == {"crash": 1}
+
+
+def test_a_graceful_leave_is_not_a_crash() -> None:
+    report = check(
+        [
+            rec(0, "queue_added", client_id="A", mq=Q0),
+            rec(5, "consumer_shutdown", client_id="A"),
+            {"ts": 10, "event": "channel_closed", "client_id": "A", "groups": []},
+        ]
+    )
+    assert report.crashed_clients == set()
+
+
+def test_read_traces_merges_files_and_skips_a_torn_line(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps(rec(2, "consumed", client_id="A", mq=Q0, offset=0)) + '\n{"ts": 3, "ev')
+    b.write_text(json.dumps(rec(1, "sent", mq=Q0, offset=0, count=1)) + "\n")
+    records = read_traces([a, b])
+    assert [r["ts"] for r in records] == [1, 2]
+    assert check(records).never_consumed == []
