@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from aiorocketmq.trace import tracer
 from nameserver.client import NameServerClient
 from producer.fault import LatencyFaultTolerance
 from producer.selector import MessageQueueSelector, TopicPublishInfo
@@ -245,6 +246,11 @@ class Producer:
             await self._brokers.drop(addr)
             raise
         ids = [r.msg_id for r in response.results]
+        if tracer.enabled and response.results:
+            tracer.record(
+                "sent", mq=str(MessageQueue.from_proto(response.message_queue)),
+                offset=response.results[0].queue_offset, count=len(response.results),
+            )
         return SendResult(
             send_status=_STATUS.get(response.send_status, SendStatus.SEND_OK),
             msg_id=ids[0] if ids else "",
