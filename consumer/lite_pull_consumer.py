@@ -481,7 +481,9 @@ class LitePullConsumer:
 
     async def _release_client(self) -> None:
         if self._client is not None:
-            self._client.consumer_table.pop(self.consumer_group, None)
+            if self._client.consumer_table.get(self.consumer_group) is self:
+                # Not another consumer's entry (a duplicate group fails register_consumer).
+                del self._client.consumer_table[self.consumer_group]
             await MQClientManager.release(self.client_id)
             self._client = None
 

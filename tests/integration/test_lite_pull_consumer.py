@@ -440,6 +440,13 @@ async def test_bad_input_raises_clear_errors(cluster: LocalCluster, producer: Pr
             await assigned.commit_sync({other: 1})
         with pytest.raises(ValueError, match="negative"):
             await assigned.commit_sync({mq: -1})
+        duplicate = lite(cluster, "lite-bad", "bad1")  # same group, same client id
+        duplicate.assign([other])
+        with pytest.raises(ValueError, match="has been created before"):
+            await duplicate.start()
+        assert assigned._client is not None  # the failed start left the first one registered
+        assert assigned._client.consumer_table["lite-bad"] is assigned
+        assert len(await poll_until(assigned, 3)) == 3
     finally:
         await assigned.shutdown()
     with pytest.raises(RuntimeError, match="shut down"):
