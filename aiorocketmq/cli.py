@@ -12,6 +12,7 @@ from aiorocketmq.clients_cli import (
     consume_main,
     produce_main,
 )
+from aiorocketmq.cluster import add_cluster_parser, cluster_main
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.runtime import run
 
@@ -26,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--step", type=float, default=4.0, help="seconds between joins and leaves")
     add_consume_parser(sub)
     add_produce_parser(sub)
+    add_cluster_parser(sub)
     trace = sub.add_parser("trace", help="protocol traces")
     trace_sub = trace.add_subparsers(dest="trace_command", required=True)
     report = trace_sub.add_parser("report", help="who held which queue, duplicates, losses")
@@ -47,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(consume_main(args))
     if args.command == "produce":
         return run(produce_main(args))
+    if args.command == "cluster":
+        return cluster_main(args)
     parser.error(f"unknown command {args.command}")
     return 2
 
