@@ -47,7 +47,7 @@ from aiorocketmq.runtime import run
 from nameserver.client import NameServerClient
 from protocol.broker_connections import BrokerConnections
 from protocol.errors import MQError
-from protocol.rpc import call
+from protocol.rpc import DEFAULT_RPC_TIMEOUT, call
 from protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
 from protocol.validators import SYSTEM_TOPICS, check_topic
 
@@ -308,7 +308,7 @@ async def _create_topic(state: ClusterState, timeout: float) -> None:
             await call(
                 connections.stub(b.address).UpdateAndCreateTopic,
                 broker_pb2.UpdateAndCreateTopicRequest(topic_config=topic_config),
-                timeout,
+                DEFAULT_RPC_TIMEOUT,
             )
     finally:
         await connections.close()
@@ -401,6 +401,10 @@ def _up(args: argparse.Namespace, out: TextIO) -> int:
     if args.queues < 1:
         raise ClusterError("--queues must be at least 1")
     check_topic(args.topic)
+    if args.host in ("0.0.0.0", "::", ""):
+        raise ClusterError(
+            f"--host {args.host!r}: brokers advertise this address, give one clients can dial"
+        )
     if args.settings is not None and not args.settings.is_file():
         raise ClusterError(f"--settings {args.settings}: no such file")
     directory.mkdir(parents=True, exist_ok=True)
@@ -670,7 +674,9 @@ def add_cluster_parser(sub: Any) -> None:
         help="first port; 0 = free ports (default: name servers 9876.., brokers 10911, 10921..)",
     )
     up.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default %(default)s)"
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on and advertise to clients (default %(default)s)",
     )
     up.add_argument(
         "--settings", type=Path, help="TOML settings file passed to every broker (mqbroker -c)"
