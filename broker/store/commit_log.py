@@ -10,26 +10,8 @@ Rules:
   segment size. The blank's size field is how a reader skips to the next segment.
 - Files are not preallocated: they grow as records are written (RocketMQ maps 1 GiB up front).
   So a segment's file size is where writing stopped, and a torn tail is a short file.
-- One record (RocketMQ's message format, version 2: the topic length is two bytes), big-endian::
-
-      0  TOTALSIZE        int32   the whole record
-      4  MAGICCODE        int32   MESSAGE_MAGIC_CODE (0xDAA320AB)
-      8  BODYCRC          int32   zlib CRC32 of the body & 0x7FFFFFFF
-     12  QUEUEID          int32
-     16  FLAG             int32
-     20  QUEUEOFFSET      int64   offset in the consume queue
-     28  PHYSICALOFFSET   int64   this record's commit log offset
-     36  SYSFLAG          int32   bit 4: born host is IPv6, bit 5: store host is IPv6
-     40  BORNTIMESTAMP    int64   ms
-     48  BORNHOST         4|16 + int32 port
-      .  STORETIMESTAMP   int64   ms
-      .  STOREHOST        4|16 + int32 port
-      .  RECONSUMETIMES   int32
-      .  PREPARED TRANSACTION OFFSET int64 (always 0 here)
-      .  BODY             int32 length + bytes
-      .  TOPIC            int16 length + UTF-8
-      .  PROPERTIES       int16 length + UTF-8 ``key\\x01value\\x02`` pairs (TAGS, KEYS, ...)
-
+- One record is RocketMQ's message format, version 2; ``protocol.record`` defines it (and
+  decodes it: clients read the same records from a pull's ``records``).
 - A record is valid when its magic is right, its lengths add up to its total size, its
   physical-offset field equals where it lies and its body matches the CRC. ``recover`` scans
   from a given offset, hands each valid record to a dispatch callback, and cuts the log at the
@@ -55,8 +37,27 @@ from dataclasses import dataclass
 import structlog
 
 from broker.store.files import pwrite_all
-from broker.store.message_id import create_message_id, format_host
 from protocol.message import MessageConst, MessageExt
+from protocol.record import (
+    BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    END_FILE_MIN_BLANK_LENGTH,
+    HOST_FLAGS,
+    MESSAGE_MAGIC_CODE,
+    MIN_RECORD_SIZE,
+    PHYSICAL_OFFSET_POS,
+    STOREHOSTADDRESS_V6_FLAG,
+    SYSFLAG_POS,
+    RecordBatchEncoder,
+    decode_message,
+    decode_properties,
+    encode_properties,
+    find_property,
+    header_struct,
+    host_sysflag,
+    record_size,
+    store_timestamp_pos,
+)
 from protocol.tags import java_string_hash
 
 __all__ = [
@@ -77,49 +78,14 @@ __all__ = [
 
 log = structlog.get_logger("broker.store.commit_log")
 
-MESSAGE_MAGIC_CODE = -626843477  # RocketMQ's MESSAGE_MAGIC_CODE_V2 (0xDAA320AB)
-BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
-END_FILE_MIN_BLANK_LENGTH = 8  # TOTALSIZE + MAGICCODE of the end-of-file blank
-BORNHOST_V6_FLAG = 1 << 4
-STOREHOSTADDRESS_V6_FLAG = 1 << 5
-_HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-
-NAME_VALUE_SEPARATOR = "\x01"
-PROPERTY_SEPARATOR = "\x02"
-
 _SIZE_MAGIC = struct.Struct(">ii")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_SYSFLAG_POS = 36
-
-
-def _header_struct(sysflag: int) -> struct.Struct:
-    born = 16 if sysflag & BORNHOST_V6_FLAG else 4
-    store = 16 if sysflag & STOREHOSTADDRESS_V6_FLAG else 4
-    # size magic crc qid flag qoff phys sysflag born_ts born_host born_port store_ts
-    # store_host store_port reconsume prepared_tx body_len
-    return struct.Struct(f">iiiiiqqiq{born}siq{store}siiqi")
-
-
-# The fixed part of a record up to and including the body length, per host-flag combination.
-_HEADERS = {flags: _header_struct(flags) for flags in (0, 0x10, 0x20, 0x30)}
-# Where STORETIMESTAMP lies, per host-flag combination.
-_STORE_TS_POS = {flags: 48 + (20 if flags & BORNHOST_V6_FLAG else 8) for flags in _HEADERS}
 _I64 = struct.Struct(">q")
-_MIN_RECORD_SIZE = _HEADERS[0].size + 2 + 1 + 2
-
-
-def host_sysflag(born_ip: bytes, store_ip: bytes) -> int:
-    """The SYSFLAG bits saying which hosts are IPv6 (16-byte addresses)."""
-    return (BORNHOST_V6_FLAG if len(born_ip) == 16 else 0) | (
-        STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0
-    )
-
-
-def record_size(sysflag: int, body_length: int, topic_length: int, properties_length: int) -> int:
-    """The TOTALSIZE of a record with these lengths."""
-    header = _HEADERS[sysflag & _HOST_FLAGS].size
-    return header + body_length + 2 + topic_length + 2 + properties_length
+# The fixed part of a record up to and including the body length, per host-flag combination.
+_HEADERS = {flags: header_struct(flags) for flags in (0, 0x10, 0x20, 0x30)}
+# Where STORETIMESTAMP lies, per host-flag combination.
+_STORE_TS_POS = {flags: store_timestamp_pos(flags) for flags in _HEADERS}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -130,32 +96,6 @@ def _tags_hash(tags: str) -> int:
 def tags_string_to_tags_code(tags: str | None) -> int:
     """The consume queue's tag hash: Java ``String.hashCode()`` of the tags, 0 for none."""
     return _tags_hash(tags) if tags else 0
-
-
-def encode_properties(properties: dict[str, str]) -> str:
-    """RocketMQ's ``messageProperties2String``: ``key\\x01value\\x02`` for each pair."""
-    return "".join(
-        f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items()
-    )
-
-
-def decode_properties(text: str) -> dict[str, str]:
-    """RocketMQ's ``string2messageProperties``."""
-    properties: dict[str, str] = {}
-    for item in text.split(PROPERTY_SEPARATOR):
-        if item:
-            key, _, value = item.partition(NAME_VALUE_SEPARATOR)
-            properties[key] = value
-    return properties
-
-
-def _find_property(text: str, key: str) -> str | None:
-    """One property's value without building the dict (recovery reads only TAGS)."""
-    for item in text.split(PROPERTY_SEPARATOR):
-        name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
-        if sep and name == key:
-            return value
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,14 +115,14 @@ def _check_record(
     buf: memoryview, pos: int, limit: int, expected_offset: int
 ) -> DispatchRequest | None:
     """The record at ``pos`` if it is whole and valid (see the module rules), else None."""
-    if pos + _MIN_RECORD_SIZE > limit:
+    if pos + MIN_RECORD_SIZE > limit:
         return None
     total = _I32.unpack_from(buf, pos)[0]
     end = pos + total
-    if total < _MIN_RECORD_SIZE or end > limit:
+    if total < MIN_RECORD_SIZE or end > limit:
         return None
-    sysflag = _I32.unpack_from(buf, pos + _SYSFLAG_POS)[0]
-    header = _HEADERS[sysflag & _HOST_FLAGS]
+    sysflag = _I32.unpack_from(buf, pos + SYSFLAG_POS)[0]
+    header = _HEADERS[sysflag & HOST_FLAGS]
     if pos + header.size > end:
         return None
     (_, magic, body_crc, queue_id, _, queue_offset, physical_offset, _, _, _, _,
@@ -213,7 +153,7 @@ def _check_record(
         properties = str(buf[properties_pos + 2 : end], "utf-8")
     except UnicodeDecodeError:
         return None
-    tags = _find_property(properties, MessageConst.PROPERTY_TAGS)
+    tags = find_property(properties, MessageConst.PROPERTY_TAGS)
     return DispatchRequest(
         topic=topic,
         queue_id=queue_id,
@@ -222,50 +162,6 @@ def _check_record(
         tags_code=tags_string_to_tags_code(tags),
         store_timestamp=store_timestamp,
         consume_queue_offset=queue_offset,
-    )
-
-
-def decode_message(buf: bytes | memoryview, pos: int = 0, broker_name: str = "") -> MessageExt:
-    """The ``MessageExt`` of the (already located, trusted) record at ``pos`` of ``buf``.
-
-    TAGS and KEYS move from the properties to their own fields; other properties stay.
-    """
-    sysflag = _I32.unpack_from(buf, pos + _SYSFLAG_POS)[0]
-    header = _HEADERS[sysflag & _HOST_FLAGS]
-    (total, _, body_crc, queue_id, flag, queue_offset, physical_offset, _, born_timestamp,
-     born_ip, born_port, store_timestamp, store_ip, store_port, reconsume_times, _,
-     body_length) = header.unpack_from(buf, pos)
-    body_start = pos + header.size
-    topic_pos = body_start + body_length
-    topic_length = _I16.unpack_from(buf, topic_pos)[0]
-    properties_pos = topic_pos + 2 + topic_length
-    properties_length = _I16.unpack_from(buf, properties_pos)[0]
-    properties = (
-        decode_properties(
-            str(buf[properties_pos + 2 : properties_pos + 2 + properties_length], "utf-8")
-        )
-        if properties_length
-        else {}
-    )
-    return MessageExt(
-        topic=str(buf[topic_pos + 2 : properties_pos], "utf-8"),
-        body=bytes(buf[body_start:topic_pos]),
-        broker_name=broker_name,
-        queue_id=queue_id,
-        queue_offset=queue_offset,
-        commit_log_offset=physical_offset,
-        msg_id=create_message_id(store_ip, store_port, physical_offset),
-        tags=properties.pop(MessageConst.PROPERTY_TAGS, None),
-        keys=properties.pop(MessageConst.PROPERTY_KEYS, None),
-        flag=flag,
-        properties=properties,
-        born_timestamp=born_timestamp,
-        born_host=format_host(born_ip, born_port),
-        store_timestamp=store_timestamp,
-        store_host=format_host(store_ip, store_port),
-        reconsume_times=reconsume_times,
-        store_size=total,
-        body_crc=body_crc,
     )
 
 
@@ -428,53 +324,104 @@ class CommitLog:
     ) -> list[tuple[int, int]]:
         """Append one record per ``(body, properties, flag)``, with consecutive queue offsets.
 
-        Returns ``(physical offset, size)`` of each. One write per segment touched; on any
-        failure everything this call wrote is cut again, so the log is as before.
+        Returns ``(physical offset, size)`` of each (see ``append_encoded``).
         """
-        born_ip, born_port = born_host
-        store_ip, store_port = store_host
-        sysflag = host_sysflag(born_ip, store_ip)
-        header = _HEADERS[sysflag]
-        topic_part = _I16.pack(len(topic)) + topic
-        fixed = header.size + len(topic_part) + 2
+        encoder = RecordBatchEncoder(
+            topic=topic,
+            queue_id=queue_id,
+            born_timestamp=born_timestamp,
+            born_host=born_host,
+            store_timestamp=store_timestamp,
+            store_host=store_host,
+            reconsume_times=reconsume_times,
+        )
+        positions = self.append_encoded(encoder, items, queue_offset)
+        fixed = encoder.fixed_size
+        return [
+            (position, fixed + len(body) + len(properties))
+            for position, (body, properties, _) in zip(positions, items, strict=True)
+        ]
+
+    def write_position(self) -> tuple[int, int]:
+        """``(where the next record goes, how far records may reach)`` in the writable segment.
+
+        A batch whose records all end by the second value can be written with ``append_at``.
+        """
+        seg = self._writable_segment()
+        return seg.start + seg.wrote, seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH
+
+    def append_at(self, position: int, data: bytes) -> None:
+        """Write records built for ``position`` (from ``write_position``), in one write.
+
+        On failure the log is cut back to ``position``.
+        """
+        seg = self._segments[-1]
+        if seg.full or position != seg.start + seg.wrote:
+            raise ValueError(f"records built for {position}, but the log ends at {seg.end}")
+        if position + len(data) > seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH:
+            raise ValueError(f"{len(data)} bytes at {position} overflow the segment")
+        try:
+            self._write(seg, data)
+        except BaseException:
+            self.truncate(position)
+            raise
+
+    def append_encoded(
+        self,
+        encoder: RecordBatchEncoder,
+        items: Sequence[tuple[bytes, bytes, int]],
+        queue_offset: int,
+        payload_size: int | None = None,
+    ) -> list[int]:
+        """Append the records of ``items`` built by ``encoder``; the physical offset of each.
+
+        ``payload_size``, if the caller knows it, is the sum of the bodies' and properties'
+        lengths. One write per segment touched (one in all when the batch fits the current
+        segment); on any failure everything this call wrote is cut again.
+        """
+        fixed = encoder.fixed_size
+        count = len(items)
+        if payload_size is None:
+            payload_size = sum(len(body) + len(properties) for body, properties, _ in items)
         mark = self.max_offset
-        placed: list[tuple[int, int]] = []
+        placed: list[int] = []
         try:
             seg = self._writable_segment()
-            limit = seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH
             position = seg.start + seg.wrote
-            parts: list[bytes] = []
-            for index, (body, properties, flag) in enumerate(items):
-                size = fixed + len(body) + len(properties)
-                if position + size > limit:
+            limit = seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH
+            if position + fixed * count + payload_size <= limit:  # the usual case
+                parts: list[bytes] = []
+                encoder.encode(items, queue_offset, position, parts, placed)
+                self._write(seg, b"".join(parts))
+                return placed
+            done = 0
+            while done < count:
+                end, after = done, position
+                while end < count:
+                    body, properties, _ = items[end]
+                    size = fixed + len(body) + len(properties)
+                    if after + size > limit:
+                        break
+                    after += size
+                    end += 1
+                parts = []
+                if end > done:
+                    encoder.encode(items[done:end], queue_offset + done, position, parts, placed)
+                if end < count:  # the next record does not fit: close the segment
                     if size > self.max_record_size:
                         raise ValueError(
                             f"record of {size} bytes exceeds the segment size {self.segment_size}"
                         )
-                    blank = seg.start + seg.capacity - position
+                    blank = seg.start + seg.capacity - after
                     parts.append(_SIZE_MAGIC.pack(blank, BLANK_MAGIC_CODE))
                     self._write(seg, b"".join(parts))
                     seg.full = True
                     seg = self._new_segment(seg.start + seg.capacity)
                     limit = seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH
                     position = seg.start
-                    parts = []
-                parts.append(
-                    header.pack(
-                        size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag,
-                        queue_offset + index, position, sysflag, born_timestamp, born_ip,
-                        born_port, store_timestamp, store_ip, store_port, reconsume_times, 0,
-                        len(body),
-                    )
-                )
-                parts.append(body)
-                parts.append(topic_part)
-                parts.append(_I16.pack(len(properties)))
-                parts.append(properties)
-                placed.append((position, size))
-                position += size
-            if parts:
-                self._write(seg, b"".join(parts))
+                elif parts:
+                    self._write(seg, b"".join(parts))
+                done = end
         except BaseException:
             self.truncate(mark)
             raise
@@ -554,6 +501,21 @@ class CommitLog:
             i = j
         return out
 
+    def read_runs(self, runs: Sequence[tuple[int, int]]) -> list[bytes | None]:
+        """The bytes of each ``(offset, size)`` run of back-to-back records, None where gone.
+
+        A run lies in one segment (records never span two, and a blank ends a segment).
+        """
+        out: list[bytes | None] = []
+        for offset, size in runs:
+            seg = self._segment_for(offset)
+            if seg is None or size <= 0 or offset + size > seg.start + seg.wrote:
+                out.append(None)
+                continue
+            data = os.pread(seg.fd, size, offset - seg.start)
+            out.append(data if len(data) == size else None)
+        return out
+
     def read_record(self, offset: int) -> bytes | None:
         """The whole record at ``offset`` if one starts there (checked by magic and offset)."""
         seg = self._segment_for(offset)
@@ -561,25 +523,25 @@ class CommitLog:
             return None
         relative = offset - seg.start
         available = seg.wrote - relative
-        if available < _MIN_RECORD_SIZE:
+        if available < MIN_RECORD_SIZE:
             return None
         data = os.pread(seg.fd, min(available, 4096), relative)
         total, magic = _SIZE_MAGIC.unpack_from(data, 0)
-        if magic != MESSAGE_MAGIC_CODE or total < _MIN_RECORD_SIZE or total > available:
+        if magic != MESSAGE_MAGIC_CODE or total < MIN_RECORD_SIZE or total > available:
             return None
         if total > len(data):
             data = os.pread(seg.fd, total, relative)
-        if _I64.unpack_from(data, 28)[0] != offset:
+        if _I64.unpack_from(data, PHYSICAL_OFFSET_POS)[0] != offset:
             return None
         return data[:total]
 
     def read_store_timestamp(self, offset: int) -> int | None:
         """STORETIMESTAMP of the record at ``offset`` (one small read)."""
         # Every record is longer than the longest header prefix read here.
-        head = self.read(offset, _STORE_TS_POS[_HOST_FLAGS] + 8)
+        head = self.read(offset, _STORE_TS_POS[HOST_FLAGS] + 8)
         if head is None or _SIZE_MAGIC.unpack_from(head, 0)[1] != MESSAGE_MAGIC_CODE:
             return None
-        sysflag = _I32.unpack_from(head, _SYSFLAG_POS)[0] & _HOST_FLAGS
+        sysflag = _I32.unpack_from(head, SYSFLAG_POS)[0] & HOST_FLAGS
         value: int = _I64.unpack_from(head, _STORE_TS_POS[sysflag])[0]
         return value
 
