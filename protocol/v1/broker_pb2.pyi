@@ -215,7 +215,7 @@ class ReleaseQueuesResponse(_message.Message):
     def __init__(self, released: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
 
 class SendMessageRequest(_message.Message):
-    __slots__ = ("producer_group", "topic", "queue_id", "messages", "born_host", "born_timestamp", "reconsume_times", "max_reconsume_times")
+    __slots__ = ("producer_group", "topic", "queue_id", "messages", "born_host", "born_timestamp", "reconsume_times", "max_reconsume_times", "compact_result")
     PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +224,7 @@ class SendMessageRequest(_message.Message):
     BORN_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
     MAX_RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
+    COMPACT_RESULT_FIELD_NUMBER: _ClassVar[int]
     producer_group: str
     topic: str
     queue_id: int
@@ -232,7 +233,8 @@ class SendMessageRequest(_message.Message):
     born_timestamp: int
     reconsume_times: int
     max_reconsume_times: int
-    def __init__(self, producer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., born_host: _Optional[str] = ..., born_timestamp: _Optional[int] = ..., reconsume_times: _Optional[int] = ..., max_reconsume_times: _Optional[int] = ...) -> None: ...
+    compact_result: bool
+    def __init__(self, producer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., born_host: _Optional[str] = ..., born_timestamp: _Optional[int] = ..., reconsume_times: _Optional[int] = ..., max_reconsume_times: _Optional[int] = ..., compact_result: _Optional[bool] = ...) -> None: ...
 
 class SendResultEntry(_message.Message):
     __slots__ = ("msg_id", "queue_offset", "commit_log_offset")
@@ -245,17 +247,23 @@ class SendResultEntry(_message.Message):
     def __init__(self, msg_id: _Optional[str] = ..., queue_offset: _Optional[int] = ..., commit_log_offset: _Optional[int] = ...) -> None: ...
 
 class SendMessageResponse(_message.Message):
-    __slots__ = ("send_status", "message_queue", "results")
+    __slots__ = ("send_status", "message_queue", "results", "first_queue_offset", "commit_log_offsets", "store_host")
     SEND_STATUS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_LOG_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    STORE_HOST_FIELD_NUMBER: _ClassVar[int]
     send_status: SendStatus
     message_queue: _common_pb2.MessageQueue
     results: _containers.RepeatedCompositeFieldContainer[SendResultEntry]
-    def __init__(self, send_status: _Optional[_Union[SendStatus, str]] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., results: _Optional[_Iterable[_Union[SendResultEntry, _Mapping]]] = ...) -> None: ...
+    first_queue_offset: int
+    commit_log_offsets: _containers.RepeatedScalarFieldContainer[int]
+    store_host: str
+    def __init__(self, send_status: _Optional[_Union[SendStatus, str]] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., results: _Optional[_Iterable[_Union[SendResultEntry, _Mapping]]] = ..., first_queue_offset: _Optional[int] = ..., commit_log_offsets: _Optional[_Iterable[int]] = ..., store_host: _Optional[str] = ...) -> None: ...
 
 class PullMessageRequest(_message.Message):
-    __slots__ = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "max_msg_bytes", "commit_offset_enabled", "commit_offset", "suspend", "suspend_timeout_millis", "has_subscription", "sub_expression", "expression_type", "sub_version", "epoch", "client_id")
+    __slots__ = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "max_msg_bytes", "commit_offset_enabled", "commit_offset", "suspend", "suspend_timeout_millis", "has_subscription", "sub_expression", "expression_type", "sub_version", "epoch", "client_id", "raw_records")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -272,6 +280,7 @@ class PullMessageRequest(_message.Message):
     SUB_VERSION_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RAW_RECORDS_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     topic: str
     queue_id: int
@@ -288,23 +297,28 @@ class PullMessageRequest(_message.Message):
     sub_version: int
     epoch: int
     client_id: str
-    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_msg_nums: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., commit_offset_enabled: _Optional[bool] = ..., commit_offset: _Optional[int] = ..., suspend: _Optional[bool] = ..., suspend_timeout_millis: _Optional[int] = ..., has_subscription: _Optional[bool] = ..., sub_expression: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ...) -> None: ...
+    raw_records: bool
+    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_msg_nums: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., commit_offset_enabled: _Optional[bool] = ..., commit_offset: _Optional[int] = ..., suspend: _Optional[bool] = ..., suspend_timeout_millis: _Optional[int] = ..., has_subscription: _Optional[bool] = ..., sub_expression: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., raw_records: _Optional[bool] = ...) -> None: ...
 
 class PullMessageResponse(_message.Message):
-    __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "suggest_which_broker_id", "messages")
+    __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "suggest_which_broker_id", "messages", "records", "broker_name")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     NEXT_BEGIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
     SUGGEST_WHICH_BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     status: PullStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
     suggest_which_broker_id: int
     messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageExt]
-    def __init__(self, status: _Optional[_Union[PullStatus, str]] = ..., next_begin_offset: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., suggest_which_broker_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.MessageExt, _Mapping]]] = ...) -> None: ...
+    records: bytes
+    broker_name: str
+    def __init__(self, status: _Optional[_Union[PullStatus, str]] = ..., next_begin_offset: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., suggest_which_broker_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.MessageExt, _Mapping]]] = ..., records: _Optional[bytes] = ..., broker_name: _Optional[str] = ...) -> None: ...
 
 class ConsumerSendMsgBackRequest(_message.Message):
     __slots__ = ("group", "commit_log_offset", "delay_level", "origin_msg_id", "origin_topic", "max_reconsume_times")
