@@ -16,11 +16,14 @@ from broker.store.consume_queue import ConsumeQueue
 from broker.store.message_id import create_message_id, decode_message_id
 from broker.store.message_store import (
     ArrivalListener,
+    DelayLevelRefused,
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
+    PutBatchResult,
     PutMessageResult,
     PutMessageStatus,
+    StorableMessage,
 )
 
 __all__ = [
@@ -28,14 +31,17 @@ __all__ = [
     "ArrivalListener",
     "CommitLog",
     "ConsumeQueue",
+    "DelayLevelRefused",
     "DispatchRequest",
     "FlushDiskType",
     "GetMessageResult",
     "GetMessageStatus",
     "MessageStore",
     "MessageStoreConfig",
+    "PutBatchResult",
     "PutMessageResult",
     "PutMessageStatus",
+    "StorableMessage",
     "create_message_id",
     "decode_message",
     "decode_message_id",

@@ -115,34 +115,38 @@ class ConsumeQueue:
         ``queue_offset`` must be at least ``max_offset``; a gap is left as blanks (holes).
         One write per segment touched; on failure the queue is cut back to where it was.
         """
+        self.append_units(queue_offset, b"".join([CQ_UNIT.pack(*entry) for entry in entries]))
+
+    def append_units(self, queue_offset: int, data: bytes) -> None:
+        """``append`` of entries already packed (``CQ_UNIT`` each, back to back)."""
         expected = self.max_offset
         if queue_offset < expected:
             raise ValueError(
                 f"consume queue {self.topic}/{self.queue_id}: offset {queue_offset} is below "
                 f"the next offset {expected}"
             )
-        if not entries:
+        count = len(data) // CQ_STORE_UNIT_SIZE
+        if not count:
             return
-        data = b"".join([CQ_UNIT.pack(*entry) for entry in entries])
         per = self.units_per_segment
         try:
             done = 0
             offset = queue_offset
-            while done < len(entries):
+            while done < count:
                 seg = self._segment_for_write(offset)
-                count = min(seg.start + per - offset, len(entries) - done)
-                chunk = data[done * CQ_STORE_UNIT_SIZE : (done + count) * CQ_STORE_UNIT_SIZE]
+                chunk_count = min(seg.start + per - offset, count - done)
+                chunk = data[done * CQ_STORE_UNIT_SIZE : (done + chunk_count) * CQ_STORE_UNIT_SIZE]
                 pwrite_all(seg.fd, chunk, (offset - seg.start) * CQ_STORE_UNIT_SIZE)
-                seg.count = offset - seg.start + count
+                seg.count = offset - seg.start + chunk_count
                 self._dirty.add(seg)
-                done += count
-                offset += count
+                done += chunk_count
+                offset += chunk_count
         except BaseException:
             self.truncate(expected)
             raise
         if self.min_offset >= expected:  # the queue had no live entry: start at the first
             self.min_offset = queue_offset
-        last_offset, last_size, _ = entries[-1]
+        last_offset, last_size, _ = CQ_UNIT.unpack_from(data, (count - 1) * CQ_STORE_UNIT_SIZE)
         self.max_physic_offset = last_offset + last_size
 
     def _segment_for_write(self, offset: int) -> _CQSegment:

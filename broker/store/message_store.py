@@ -2,10 +2,15 @@
 
 Theory of operation:
 
-- **Put.** ``put_messages`` appends a batch of messages for one (topic, queue id): under one
-  ``asyncio.Lock`` it takes the queue's next offset, encodes every record with ``struct`` and
-  writes them to the commit log with one write per segment touched, then writes their
-  consume-queue entries with one more write. Offsets are therefore dense and a batch is
+- **Put.** ``put_batch`` appends a batch of messages for one (topic, queue id): under one
+  ``asyncio.Lock`` it takes the queue's next offset and, in one pass over the messages (the
+  wire's protobuf messages or ``Message`` objects alike), validates each, builds its record
+  (``protocol.record.RecordBatchEncoder``: what the batch shares, hosts, timestamps, topic, is
+  packed once; per message one header, the body's CRC) and its consume-queue entry; then one
+  write to the commit log and one to the consume queue. When the batch does not fit the
+  current segment, the general path rolls segments (one write per segment touched). It answers
+  per batch (``PutBatchResult``: first queue offset, the commit log offsets); ``put_messages``
+  answers a ``PutMessageResult`` per message. Offsets are therefore dense and a batch is
   consecutive. RocketMQ builds consume queues asynchronously from the commit log (its
   ``ReputMessageService``); we write them in the same step, so a put is readable as soon as it
   returns, and keep the asynchronous path for recovery only. Arrival listeners are then called
@@ -37,7 +42,10 @@ Theory of operation:
 - **Read.** ``get_messages`` reads consume-queue entries from ``offset``, filters them by tag
   hash, reads the chosen records (neighbouring records with one ``pread``), re-checks the exact
   tag (a hash collision is not a match) and returns ``MessageExt`` objects with the statuses
-  and ``next_begin_offset`` corrections of RocketMQ's ``getMessage`` on a master.
+  and ``next_begin_offset`` corrections of RocketMQ's ``getMessage`` on a master. With
+  ``raw=True`` it returns the records themselves, back to back (RocketMQ's
+  ``GetMessageResult`` holds buffers too): each run of neighbouring records is one ``pread``
+  answered as read, and only with a tag filter is a record's TAGS property decoded.
 - **Concurrency.** The store owns its tasks (flush, consume-queue flush, retention), started in
   ``start`` and cancelled and awaited in ``shutdown``, which then flushes and closes the files.
   Files are closed only when no fsync thread can still use their descriptors.
@@ -55,10 +63,10 @@ import struct
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import structlog
 
@@ -74,7 +82,7 @@ from broker.store.commit_log import (
 from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue import CQ_UNIT, ConsumeQueue
 from broker.store.files import fsync_all, fsync_dirs
-from broker.store.message_id import create_message_id, parse_host
+from broker.store.message_id import parse_host
 from protocol.errors import (
     InvalidArgument,
     MessageIllegal,
@@ -82,16 +90,25 @@ from protocol.errors import (
     MQError,
     ServiceNotAvailable,
 )
-from protocol.message import Message, MessageConst, MessageExt
+from protocol.message import MessageConst, MessageExt
+from protocol.record import (
+    MESSAGE_MAGIC_CODE,
+    RecordBatchEncoder,
+    create_message_ids,
+    record_tags,
+)
 from protocol.tags import SubscriptionExpression
 
 __all__ = [
     "ArrivalListener",
+    "DelayLevelRefused",
     "GetMessageResult",
     "GetMessageStatus",
     "MessageStore",
+    "PutBatchResult",
     "PutMessageResult",
     "PutMessageStatus",
+    "StorableMessage",
 ]
 
 log = structlog.get_logger("broker.store")
@@ -147,22 +164,68 @@ class PutMessageResult:
     status: PutMessageStatus = PutMessageStatus.PUT_OK
 
 
+@dataclass(frozen=True, slots=True)
+class PutBatchResult:
+    """Where a batch went: consecutive queue offsets from ``queue_offset``, one commit-log
+    offset per message (RocketMQ's ``AppendMessageResult`` of a batch: no object per message).
+    """
+
+    queue_offset: int
+    commit_log_offsets: list[int]
+    store_timestamp: int
+    status: PutMessageStatus = PutMessageStatus.PUT_OK
+
+
+class StorableMessage(Protocol):
+    """What the store reads of a message: ``protocol.message.Message`` or the wire's Message.
+
+    An empty ``tags`` or ``keys`` means none (the wire's strings are never None).
+    """
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def tags(self) -> str | None: ...
+    @property
+    def keys(self) -> str | None: ...
+    @property
+    def flag(self) -> int: ...
+    @property
+    def properties(self) -> Mapping[str, str]: ...
+    @property
+    def delay_time_level(self) -> int: ...
+
+
+class DelayLevelRefused(Exception):
+    """``put_batch(refuse_delayed=True)`` met a message with a delay level; nothing was written."""
+
+
 @dataclass(slots=True)
 class GetMessageResult:
-    """What one read of a queue found; ``next_begin_offset`` is where the next read starts."""
+    """What one read of a queue found; ``next_begin_offset`` is where the next read starts.
+
+    A read decodes the messages (``messages``), or, when asked for raw records, answers the
+    found records back to back as stored (``records``, ``record_count`` of them).
+    """
 
     status: GetMessageStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
     messages: list[MessageExt] = field(default_factory=list)
+    records: bytes = b""
+    record_count: int = 0
 
     @property
     def message_count(self) -> int:
-        return len(self.messages)
+        return self.record_count if self.records else len(self.messages)
 
     @property
     def buffer_total_size(self) -> int:
+        if self.records:
+            return len(self.records)
         return sum(m.store_size for m in self.messages)
 
 
@@ -249,6 +312,11 @@ class MessageStore:
         self._closed = False
         self.flush_count = 0
         """fsyncs of the commit log so far (group commit shares one among many puts)."""
+
+    @property
+    def store_host_address(self) -> tuple[bytes, int]:
+        """``store_host`` as the records hold it: (packed ip, port)."""
+        return self._store_host
 
     # ---- lifecycle -----------------------------------------------------------------------
     @property
@@ -504,18 +572,69 @@ class MessageStore:
             self._born_hosts[born_host] = cached
         return cached
 
-    def _encode(
-        self, topic: str, message: Message, fixed_size: int
-    ) -> tuple[bytes, bytes, int, int]:
-        """Validate one message: ``(body, properties, flag, tags code)``."""
-        body = message.body
-        if not body:
-            raise MessageIllegal(f"message body is empty (topic {topic})")
-        if len(body) > self.config.max_message_size:
+    def validate_messages(
+        self,
+        topic: str,
+        messages: Sequence[StorableMessage],
+        *,
+        born_host: str,
+        check_topics: bool = False,
+    ) -> None:
+        """Raise what ``put_batch`` would raise for these messages, storing nothing."""
+        self._encode_batch(topic, messages, self._born_host(born_host), check_topics)
+
+    def _encode_batch(
+        self,
+        topic: str,
+        messages: Sequence[StorableMessage],
+        born: tuple[bytes, int],
+        check_topics: bool,
+    ) -> tuple[list[tuple[bytes, bytes, int]], list[int], int]:
+        """Validate a batch: ``(body, properties, flag)`` and tags code of each, payload bytes.
+
+        The general path (``put_batch`` builds the records directly when they fit the current
+        segment). Errors name the message by its index.
+        """
+        fixed = record_size(host_sysflag(born[0], self._store_host[0]), 0, len(topic.encode()), 0)
+        room = self._commit_log.max_record_size - fixed
+        items: list[tuple[bytes, bytes, int]] = []
+        codes: list[int] = []
+        payload = 0
+        for index, message in enumerate(messages):
+            body = message.body
+            self._check_message(topic, index, message, len(body), check_topics)
+            properties, code = self._encode_properties(topic, index, message)
+            size = len(body) + len(properties)
+            if size > room:
+                raise MessageTooLarge(
+                    f"messages[{index}]: message of {fixed + size} bytes does not fit a commit "
+                    f"log segment of {self.config.mapped_file_size_commit_log} bytes"
+                )
+            items.append((body, properties, message.flag))
+            codes.append(code)
+            payload += size
+        return items, codes, payload
+
+    def _check_message(
+        self, topic: str, index: int, message: StorableMessage, size: int, check_topics: bool
+    ) -> None:
+        if not size:
+            raise MessageIllegal(f"messages[{index}]: message body is empty (topic {topic})")
+        if size > self.config.max_message_size:
             raise MessageTooLarge(
-                f"message body size {len(body)} bytes exceeds the maximum message size "
-                f"{self.config.max_message_size} bytes (topic {topic})"
+                f"messages[{index}]: message body size {size} bytes exceeds the maximum message "
+                f"size {self.config.max_message_size} bytes (topic {topic})"
             )
+        if check_topics and message.topic and message.topic != topic:
+            raise MessageIllegal(
+                f"messages[{index}].topic is {message.topic!r} but the batch is for topic "
+                f"{topic!r}"
+            )
+
+    def _encode_properties(
+        self, topic: str, index: int, message: StorableMessage
+    ) -> tuple[bytes, int]:
+        """``(properties, tags code)`` of a message: TAGS, KEYS, DELAY and its own properties."""
         tags = message.tags
         if message.properties or message.keys or message.delay_time_level > 0:
             merged = dict(message.properties)
@@ -529,112 +648,224 @@ class MessageStore:
             text = encode_properties(merged)
             if text.count("\x01") != len(merged) or text.count("\x02") != len(merged):
                 raise MessageIllegal(
-                    "message property names and values must not contain \\x01 or \\x02"
+                    f"messages[{index}]: message property names and values must not contain "
+                    "\\x01 or \\x02"
                 )
         elif tags:
             if "\x01" in tags or "\x02" in tags:
-                raise MessageIllegal("message tags must not contain \\x01 or \\x02")
+                raise MessageIllegal(
+                    f"messages[{index}]: message tags must not contain \\x01 or \\x02"
+                )
             text = f"{MessageConst.PROPERTY_TAGS}\x01{tags}\x02"
         else:
-            text = ""
+            return b"", 0
         properties = text.encode()
         if len(properties) > _MAX_PROPERTIES_LENGTH:
             raise MessageIllegal(
-                f"message properties are {len(properties)} bytes, over the limit "
-                f"{_MAX_PROPERTIES_LENGTH} (topic {topic})"
+                f"messages[{index}]: message properties are {len(properties)} bytes, over the "
+                f"limit {_MAX_PROPERTIES_LENGTH} (topic {topic})"
             )
-        if fixed_size + len(body) + len(properties) > self._commit_log.max_record_size:
-            raise MessageTooLarge(
-                f"message of {fixed_size + len(body) + len(properties)} bytes does not fit a "
-                f"commit log segment of {self.config.mapped_file_size_commit_log} bytes"
-            )
-        return body, properties, message.flag, tags_string_to_tags_code(tags)
+        return properties, tags_string_to_tags_code(tags)
 
     async def put_messages(
         self,
         topic: str,
         queue_id: int,
-        messages: list[Message],
+        messages: Sequence[StorableMessage],
         *,
         born_host: str,
         born_timestamp: int,
         reconsume_times: int = 0,
     ) -> list[PutMessageResult]:
-        """Store ``messages`` consecutively in queue ``queue_id`` of ``topic`` (one batch).
-
-        ``topic`` is where they go (each message's own topic field is not consulted). Raises
-        ``MessageIllegal`` (empty body, bad properties) or ``MessageTooLarge`` before anything
-        is written; under ``SYNC_FLUSH`` returns after the fsync (or ``FLUSH_DISK_TIMEOUT``).
-        """
+        """``put_batch``, answered with one ``PutMessageResult`` per message."""
         self._check_running()
         if not messages:
             return []
+        put = await self.put_batch(
+            topic,
+            queue_id,
+            messages,
+            born_host=born_host,
+            born_timestamp=born_timestamp,
+            reconsume_times=reconsume_times,
+        )
+        ids = create_message_ids(*self._store_host, put.commit_log_offsets)
+        first, store_timestamp, status = put.queue_offset, put.store_timestamp, put.status
+        return [
+            PutMessageResult(first + i, offset, msg_id, store_timestamp, status)
+            for i, (offset, msg_id) in enumerate(zip(put.commit_log_offsets, ids, strict=True))
+        ]
+
+    async def put_batch(
+        self,
+        topic: str,
+        queue_id: int,
+        messages: Sequence[StorableMessage],
+        *,
+        born_host: str,
+        born_timestamp: int,
+        reconsume_times: int = 0,
+        check_topics: bool = False,
+        refuse_delayed: bool = False,
+    ) -> PutBatchResult:
+        """Store ``messages`` consecutively in queue ``queue_id`` of ``topic`` (one batch).
+
+        ``topic`` is where they go; each message's own topic field is consulted only with
+        ``check_topics`` (then it must be empty or ``topic``). Raises ``MessageIllegal`` (empty
+        body, bad properties) or ``MessageTooLarge`` before anything is written, naming the
+        message by its index. A delay level is stored as the DELAY property (delaying is the
+        schedule service's job); with ``refuse_delayed``, a message with a delay level other
+        than 0 raises ``DelayLevelRefused`` instead, nothing written. Under ``SYNC_FLUSH``
+        returns after the fsync (or with ``FLUSH_DISK_TIMEOUT``).
+
+        One pass over the messages validates them and builds their records and consume-queue
+        entries, then one write each (per segment touched): no object per message.
+        """
+        self._check_running()
+        if not messages:
+            raise InvalidArgument("a batch to store has at least one message")
         if not _storable_topic(topic):
             raise InvalidArgument(f"topic {topic!r} cannot be stored")
         if not 0 <= queue_id <= _MAX_QUEUE_ID:
             raise InvalidArgument(f"queue id {queue_id} is out of range")
-        topic_bytes = topic.encode()
         born = self._born_host(born_host)
-        fixed = record_size(host_sysflag(born[0], self._store_host[0]), 0, len(topic_bytes), 0)
-        encoded = [self._encode(topic, m, fixed) for m in messages]
         flushed: asyncio.Future[bool] | None = None
-        async with self._put_lock:
+        async with self._put_lock:  # no await inside: the lock orders puts with flushes
             self._check_running()
             cq = self._find_or_create_consume_queue(topic, queue_id)
             queue_offset = cq.max_offset
             store_timestamp = self._clock()
-            mark = self._commit_log.max_offset
+            encoder = RecordBatchEncoder(
+                topic=topic.encode(),
+                queue_id=queue_id,
+                born_timestamp=born_timestamp,
+                born_host=born,
+                store_timestamp=store_timestamp,
+                store_host=self._store_host,
+                reconsume_times=reconsume_times,
+            )
+            commit_log = self._commit_log
+            mark = commit_log.max_offset
             try:
-                placed = self._commit_log.append_batch(
-                    topic=topic_bytes,
-                    queue_id=queue_id,
-                    queue_offset=queue_offset,
-                    items=[(body, props, flag) for body, props, flag, _ in encoded],
-                    born_timestamp=born_timestamp,
-                    born_host=born,
-                    store_timestamp=store_timestamp,
-                    store_host=self._store_host,
-                    reconsume_times=reconsume_times,
+                position, limit = commit_log.write_position()
+                built = self._build_records(
+                    encoder, topic, messages, queue_offset, position, check_topics, refuse_delayed
                 )
-                try:
-                    cq.append(
-                        queue_offset,
+                if built[0] <= limit:  # the usual case: the batch fits the current segment
+                    _, records, units, placed, codes = built
+                    commit_log.append_at(position, records)
+                else:  # the records roll into a new segment: the general path
+                    items, codes, payload = self._encode_batch(topic, messages, born, check_topics)
+                    placed = commit_log.append_encoded(encoder, items, queue_offset, payload)
+                    fixed, pack = encoder.fixed_size, CQ_UNIT.pack
+                    units = b"".join(
                         [
-                            (offset, size, item[3])
-                            for (offset, size), item in zip(placed, encoded, strict=True)
-                        ],
+                            pack(offset, fixed + len(item[0]) + len(item[1]), code)
+                            for offset, item, code in zip(placed, items, codes, strict=True)
+                        ]
                     )
+                try:
+                    cq.append_units(queue_offset, units)
                 except BaseException:
-                    self._commit_log.truncate(mark)
+                    commit_log.truncate(mark)
                     raise
             except OSError as e:
                 log.error("store write failed", topic=topic, queue_id=queue_id, error=str(e))
                 raise MQError(f"the message store could not write: {e}") from e
             self._dirty_queues.add(cq)
             if self.config.sync_flush:
-                flushed = self._request_flush(self._commit_log.max_offset)
-        ip, port = self._store_host
-        results = [
-            PutMessageResult(
-                queue_offset + i, offset, create_message_id(ip, port, offset), store_timestamp
-            )
-            for i, (offset, _) in enumerate(placed)
-        ]
-        self._notify_arrival(topic, queue_id, queue_offset + len(results), encoded)
+                flushed = self._request_flush(commit_log.max_offset)
+        self._notify_arrival(topic, queue_id, queue_offset + len(placed), codes)
+        status = PutMessageStatus.PUT_OK
         if flushed is not None and not await self._wait_flushed(flushed):
-            results = [replace(r, status=PutMessageStatus.FLUSH_DISK_TIMEOUT) for r in results]
-        return results
+            status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return PutBatchResult(queue_offset, placed, store_timestamp, status)
+
+    def _build_records(
+        self,
+        encoder: RecordBatchEncoder,
+        topic: str,
+        messages: Sequence[StorableMessage],
+        queue_offset: int,
+        position: int,
+        check_topics: bool,
+        refuse_delayed: bool,
+    ) -> tuple[int, bytes, bytes, list[int], Iterable[int]]:
+        """Validate and encode in one pass, records from ``position`` on, with no segment roll.
+
+        ``(end position, records, consume-queue entries, record positions, tags codes)``; the
+        caller checks that the end fits the segment.
+        """
+        pack = encoder.header.pack
+        middle = encoder.middle
+        head_size = encoder.header.size
+        queue_id = encoder.queue_id
+        plain_tail = encoder.tail(b"")
+        magic = MESSAGE_MAGIC_CODE
+        crc32 = zlib.crc32
+        unit = CQ_UNIT.pack
+        max_size = self.config.max_message_size
+        parts: list[bytes] = []
+        units: list[bytes] = []
+        placed: list[int] = []
+        add = parts.append
+        add_unit = units.append
+        add_placed = placed.append
+        by_tags: dict[str, tuple[bytes, int]] = {}
+        codes: dict[int, None] = {}  # the distinct tags codes, in order
+        last_code = None
+        first_offset = queue_offset
+        for message in messages:
+            body = message.body
+            body_length = len(body)
+            if not body_length or body_length > max_size:
+                index = queue_offset - first_offset
+                self._check_message(topic, index, message, body_length, check_topics)
+            if check_topics:
+                own_topic = message.topic
+                if own_topic and own_topic != topic:
+                    index = queue_offset - first_offset
+                    self._check_message(topic, index, message, body_length, check_topics)
+            tags = message.tags
+            if message.keys or message.delay_time_level or message.properties:
+                index = queue_offset - first_offset
+                if refuse_delayed and message.delay_time_level:
+                    raise DelayLevelRefused(f"messages[{index}] has a delay level")
+                properties, code = self._encode_properties(topic, index, message)
+                tail = encoder.tail(properties)
+            elif tags:
+                tagged = by_tags.get(tags)
+                if tagged is None:
+                    index = queue_offset - first_offset
+                    properties, code = self._encode_properties(topic, index, message)
+                    tagged = by_tags[tags] = (encoder.tail(properties), code)
+                tail, code = tagged
+            else:
+                tail, code = plain_tail, 0
+            size = head_size + body_length + len(tail)
+            add(
+                pack(
+                    size, magic, crc32(body) & 0x7FFFFFFF, queue_id, message.flag, queue_offset,
+                    position, middle, body_length,
+                )
+            )
+            add(body)
+            add(tail)
+            add_unit(unit(position, size, code))
+            add_placed(position)
+            if code != last_code:
+                codes[code] = None
+                last_code = code
+            queue_offset += 1
+            position += size
+        return position, b"".join(parts), b"".join(units), placed, codes
 
     def _notify_arrival(
-        self,
-        topic: str,
-        queue_id: int,
-        max_offset: int,
-        encoded: list[tuple[bytes, bytes, int, int]],
+        self, topic: str, queue_id: int, max_offset: int, tags_codes: Iterable[int]
     ) -> None:
         if not self._listeners:
             return
-        for tags_code in dict.fromkeys(item[3] for item in encoded):
+        for tags_code in dict.fromkeys(tags_codes):
             for listener in self._listeners:
                 try:
                     listener(topic, queue_id, max_offset, tags_code)
@@ -774,11 +1005,14 @@ class MessageStore:
         max_nums: int,
         max_bytes: int | None,
         expression: SubscriptionExpression | None,
+        *,
+        raw: bool = False,
     ) -> GetMessageResult:
         """Read up to ``max_nums`` messages (and ``max_bytes``, but at least one) from ``offset``.
 
         ``group`` is accepted for RocketMQ's signature (statistics); it does not change the
-        answer. ``expression`` None or ``*`` takes every message.
+        answer. ``expression`` None or ``*`` takes every message. ``raw``: answer the records
+        as stored (``GetMessageResult.records``), no ``MessageExt`` built.
         """
         self._check_running()
         cq = self._find_consume_queue(topic, queue_id)
@@ -835,6 +1069,18 @@ class MessageStore:
                 continue
             chosen.append((physical, size))
             total += size
+        next_begin = offset + scanned
+        if raw:
+            records, count, removed = self._read_raw(chosen, expression)
+            if count:
+                status = GetMessageStatus.FOUND
+            elif removed:
+                status = GetMessageStatus.MESSAGE_WAS_REMOVING
+            else:
+                status = GetMessageStatus.NO_MATCHED_MESSAGE
+            return GetMessageResult(
+                status, next_begin, min_offset, max_offset, records=records, record_count=count
+            )
         messages: list[MessageExt] = []
         removed = False
         broker_name = self.broker_name
@@ -852,7 +1098,49 @@ class MessageStore:
             status = GetMessageStatus.MESSAGE_WAS_REMOVING
         else:
             status = GetMessageStatus.NO_MATCHED_MESSAGE
-        return GetMessageResult(status, offset + scanned, min_offset, max_offset, messages)
+        return GetMessageResult(status, next_begin, min_offset, max_offset, messages)
+
+    def _read_raw(
+        self, chosen: list[tuple[int, int]], expression: SubscriptionExpression | None
+    ) -> tuple[bytes, int, bool]:
+        """``(records back to back, how many, whether some were gone)`` of ``chosen``.
+
+        Neighbouring records are read as one run (one ``pread``) and answered as read; only
+        with a tag filter is each record's TAGS property decoded, to drop hash collisions.
+        """
+        runs: list[tuple[int, int, int]] = []  # (commit log offset, bytes, records)
+        if chosen:
+            start, end = chosen[0]
+            end += start
+            first = 0
+            for index in range(1, len(chosen)):
+                physical, size = chosen[index]
+                if physical != end:
+                    runs.append((start, end - start, index - first))
+                    start, end, first = physical, physical, index
+                end += size
+            runs.append((start, end - start, len(chosen) - first))
+        datas = self._commit_log.read_runs([(start, size) for start, size, _ in runs])
+        parts: list[bytes | memoryview] = []
+        count = 0
+        removed = False
+        index = 0
+        tags_set = None if expression is None else expression.tags_set
+        for (start, _, records), data in zip(runs, datas, strict=True):
+            if data is None:
+                removed = True
+            elif tags_set is None:
+                parts.append(data)
+                count += records
+            else:
+                view = memoryview(data)
+                for physical, size in chosen[index : index + records]:
+                    pos = physical - start
+                    if record_tags(view, pos) in tags_set:  # else a tag-hash collision
+                        parts.append(view[pos : pos + size])
+                        count += 1
+            index += records
+        return b"".join(parts), count, removed
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
         """The queue's first offset whose message is still stored (0 for an unknown queue)."""

@@ -13,6 +13,7 @@ import pytest
 
 import broker.store.message_store as message_store_module
 from broker.store import (
+    DelayLevelRefused,
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
@@ -21,9 +22,12 @@ from broker.store import (
     PutMessageStatus,
     decode_message_id,
 )
+from broker.store.consume_queue import CQ_UNIT
 from protocol.errors import InvalidArgument, MessageIllegal, MessageTooLarge, ServiceNotAvailable
 from protocol.message import Message, MessageExt
+from protocol.record import decode_records
 from protocol.tags import java_string_hash, parse_expression
+from protocol.v1 import common_pb2
 from tests.helpers import wait_until
 
 TOPIC = "TopicTest"
@@ -187,6 +191,121 @@ async def test_max_nums_and_max_bytes(config: MessageStoreConfig) -> None:
         result = get(store, max_bytes=size * 3 + 1)
         assert len(result.messages) == 3 and result.next_begin_offset == 3
         assert len(get(store, max_bytes=1).messages) == 1  # at least one
+
+
+# ---- batches as they come off the wire, raw reads ---------------------------------------------
+def wire_batch(count: int, *, tags: str = "", prefix: str = "w") -> list[common_pb2.Message]:
+    return [
+        common_pb2.Message(topic=TOPIC, body=f"{prefix}{i}".encode() * 30, tags=tags)
+        for i in range(count)
+    ]
+
+
+def read_raw(store: MessageStore, queue_id: int = 0, **kw: Any) -> list[MessageExt]:
+    """Every message of the queue, read as raw records and decoded as a client would."""
+    messages: list[MessageExt] = []
+    offset = store.get_min_offset(TOPIC, queue_id)
+    while True:
+        expression = kw.get("expression")
+        result = store.get_messages(
+            "group", TOPIC, queue_id, offset, kw.get("max_nums", 32), kw.get("max_bytes"),
+            None if expression is None else parse_expression(expression), raw=True,
+        )
+        if result.status is not GetMessageStatus.FOUND:
+            return messages
+        assert result.messages == [] and result.message_count == result.record_count > 0
+        assert result.buffer_total_size == len(result.records)
+        batch = decode_records(result.records, store.broker_name)
+        assert len(batch) == result.record_count
+        messages.extend(batch)
+        offset = result.next_begin_offset
+
+
+async def test_put_batch_of_wire_messages_answers_per_batch(config: MessageStoreConfig) -> None:
+    async with running(config, broker_name="broker-a") as store:
+        await put(store, 3)
+        first = await store.put_batch(
+            TOPIC, 0, wire_batch(4, tags="TagW"), born_host="10.0.0.9:1", born_timestamp=5
+        )
+        assert first.queue_offset == 3 and first.status is PutMessageStatus.PUT_OK
+        decoded = get(store, 3).messages
+        assert [m.commit_log_offset for m in decoded] == first.commit_log_offsets
+        assert [(m.tags, m.keys, m.properties) for m in decoded] == [("TagW", None, {})] * 4
+        assert decoded[0].store_timestamp == first.store_timestamp
+        # Rolling into new segments (4 KiB here) takes the general path: same records.
+        for batch in range(12):
+            await store.put_batch(
+                TOPIC, 0, wire_batch(5, prefix=f"r{batch}-"), born_host="10.0.0.9:1",
+                born_timestamp=5,
+            )
+        assert len(commit_log_files(config)) > 3
+        assert read_raw(store) == read_messages(store)
+        assert [m.queue_offset for m in read_raw(store)] == list(range(67))
+
+
+async def test_put_batch_checks_topics_and_refuses_delays_before_writing(
+    config: MessageStoreConfig,
+) -> None:
+    async with running(config) as store:
+        batch = wire_batch(3)
+        batch[2].topic = "Other"
+        with pytest.raises(MessageIllegal, match=r"messages\[2\]\.topic is 'Other'"):
+            await store.put_batch(
+                TOPIC, 0, batch, born_host="1.2.3.4:5", born_timestamp=0, check_topics=True
+            )
+        batch = wire_batch(3)
+        batch[1].delay_time_level = 3
+        with pytest.raises(DelayLevelRefused, match=r"messages\[1\]"):
+            await store.put_batch(
+                TOPIC, 0, batch, born_host="1.2.3.4:5", born_timestamp=0, refuse_delayed=True
+            )
+        batch[2].body = b""
+        with pytest.raises(MessageIllegal, match=r"messages\[2\]: message body is empty"):
+            store.validate_messages(TOPIC, batch, born_host="1.2.3.4:5")
+        assert store.get_max_offset(TOPIC, 0) == 0 and store.commit_log_max_offset == 0
+        batch[2].body = b"ok"  # without refuse_delayed the level is stored as a property
+        await store.put_batch(TOPIC, 0, batch, born_host="1.2.3.4:5", born_timestamp=0)
+        assert get(store, 1).messages[0].properties == {"DELAY": "3"}
+
+
+async def test_raw_reads_filter_tags_exactly_and_respect_limits(
+    config: MessageStoreConfig,
+) -> None:
+    assert java_string_hash("Aa") == java_string_hash("BB")
+    async with running(config) as store:
+        for tags in ("Aa", "BB", "C", "Aa", None, "BB"):
+            await put(store, 2, tags=tags)
+        assert [m.tags for m in read_raw(store, expression="Aa")] == ["Aa"] * 4
+        assert [m.queue_offset for m in read_raw(store, expression="BB || C")] == [
+            2, 3, 4, 5, 10, 11
+        ]
+        collision = store.get_messages(
+            "group", TOPIC, 0, 0, 2, None, parse_expression("BB"), raw=True
+        )
+        assert (collision.status, collision.records, collision.next_begin_offset) == (
+            GetMessageStatus.NO_MATCHED_MESSAGE, b"", 2
+        )
+        size = get(store, max_nums=1).messages[0].store_size
+        limited = store.get_messages("group", TOPIC, 0, 0, 32, size * 3 + 1, None, raw=True)
+        assert limited.record_count == 3 and limited.next_begin_offset == 3
+        assert len(read_raw(store, max_nums=5)) == 12
+
+
+async def test_raw_read_of_removed_records(config: MessageStoreConfig) -> None:
+    config.file_reserved_time_hours = 1
+    now = [time.time_ns() // 1_000_000]
+    async with running(config, clock=lambda: now[0]) as store:
+        for _ in range(10):
+            await put(store, 5)
+        units = store._find_consume_queue(TOPIC, 0).read_units(0, 50)  # type: ignore[union-attr]
+        assert units is not None
+        now[0] += 2 * 3_600_000
+        await store.delete_expired_files()
+        # A read racing retention: the records its entries point to are gone.
+        physical_min = store.commit_log_min_offset
+        gone = [(o, s) for o, s, _ in CQ_UNIT.iter_unpack(units) if o < physical_min]
+        assert gone
+        assert store._read_raw(gone, None) == (b"", 0, True)
 
 
 # ---- tag filtering ------------------------------------------------------------------------------
