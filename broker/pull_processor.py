@@ -6,6 +6,10 @@ when ``has_subscription``, else the one the group's heartbeat registered, which 
 older than the pull's ``sub_version``); in the fenced handoff, the epoch. Then the piggybacked
 commit offset is applied (first arrival only), the store is read, and an empty answer is held
 by the ``PullRequestHoldService`` until a message arrives or the suspend timeout passes.
+
+With ``raw_records`` the answer is the found records as stored, back to back in ``records``
+(RocketMQ's pull body), which the client decodes with ``protocol.record.decode_records``: the
+broker builds no object per message. Otherwise each message is decoded into ``messages``.
 """
 
 from __future__ import annotations
@@ -164,6 +168,7 @@ class PullMessageProcessor:
             max_nums,
             request.max_msg_bytes or None,
             None if expression.matches_all else expression,
+            raw=request.raw_records,
         )
         return to_pull_status(result, request.queue_offset), result
 
@@ -202,15 +207,19 @@ class PullMessageProcessor:
         self.pull_offset_table[(request.consumer_group, request.topic, request.queue_id)] = (
             result.next_begin_offset
         )
+        broker_name = self.config.broker_name
         response = broker_pb2.PullMessageResponse(
             status=status,  # type: ignore[arg-type]
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
+            broker_name=broker_name,
         )
         if status == broker_pb2.FOUND:
-            broker_name = self.config.broker_name
-            for msg in result.messages:
-                msg.broker_name = broker_name
-                response.messages.append(msg.to_proto())
+            if request.raw_records:
+                response.records = result.records
+            else:
+                for msg in result.messages:
+                    msg.broker_name = broker_name
+                    response.messages.append(msg.to_proto())
         return response

@@ -3,24 +3,32 @@
 Rules, in order: the topic name is legal and not a system topic; the broker and the topic are
 writable; an unknown topic is auto-created when ``auto_create_topic_enable`` (else NOT_FOUND);
 the queue id is -1 (the broker picks) or one of the topic's write queues; each message belongs
-to the request's topic, has a body, and fits ``max_message_size``. Messages with a delay level
-go to the schedule topic and reach their real queue when due. Nothing is acknowledged before the
-store says it holds the message (after fsync under SYNC_FLUSH).
+to the request's topic, has a body, and fits ``max_message_size`` (checked by the store as it
+writes, as RocketMQ's store checks the message after the processor has checked the topic).
+Messages with a delay level go to the schedule topic and reach their real queue when due.
+Nothing is acknowledged before the store says it holds the message (after fsync under
+SYNC_FLUSH).
+
+The usual batch (no delay level) goes to the store as it came off the wire: the store's one pass
+over the protobuf messages validates and encodes them (no ``Message`` per message), the batch
+is written at once, and with ``compact_result`` the answer is per batch: the first queue
+offset, the commit log offsets and the store host, from which the producer makes the message
+ids (``protocol.record.create_message_ids``). A batch with a delay level is refused by that
+pass, validated whole, then stored message by message and answered with ``results``.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 
 from broker.config import BrokerConfig
 from broker.schedule import ScheduleMessageService
-from broker.store import MessageStore, PutMessageStatus
+from broker.store import DelayLevelRefused, MessageStore, PutMessageResult, PutMessageStatus
 from broker.topic_config_manager import TopicConfigManager
 from protocol.errors import (
     InvalidArgument,
-    MessageIllegal,
-    MessageTooLarge,
     NoPermission,
     OffsetOutOfRange,
     TopicNotFound,
@@ -28,7 +36,8 @@ from protocol.errors import (
 from protocol.message import Message
 from protocol.message_queue import MessageQueue
 from protocol.perm import PermName
-from protocol.v1 import broker_pb2
+from protocol.record import create_message_ids
+from protocol.v1 import broker_pb2, common_pb2
 from protocol.validators import SYSTEM_TOPICS, check_topic
 
 __all__ = ["SendMessageProcessor"]
@@ -72,7 +81,7 @@ class SendMessageProcessor:
     async def send(
         self, request: broker_pb2.SendMessageRequest, peer: str
     ) -> broker_pb2.SendMessageResponse:
-        """Store a batch in one queue and answer its ids and offsets."""
+        """Store a batch in one queue and answer its ids and offsets (or the compact result)."""
         topic = request.topic
         check_topic(topic)
         if topic in SYSTEM_TOPICS:
@@ -81,61 +90,83 @@ class SendMessageProcessor:
             raise NoPermission(
                 f"the broker[{self.config.broker_name}] sending message is forbidden"
             )
-        if not request.messages:
+        wire = request.messages
+        if not wire:
             raise InvalidArgument("messages: a send carries at least one message")
-        for i, wire in enumerate(request.messages):
-            if wire.topic and wire.topic != topic:
-                raise MessageIllegal(
-                    f"messages[{i}].topic is {wire.topic!r} but the batch is for topic {topic!r}"
-                )
-            if not wire.body:
-                raise MessageIllegal(f"messages[{i}].body is empty")
-            if len(wire.body) > self.store.config.max_message_size:
-                raise MessageTooLarge(
-                    f"messages[{i}].body is {len(wire.body)} bytes, over the limit of "
-                    f"{self.store.config.max_message_size} bytes"
-                )
-            if not 0 <= wire.delay_time_level <= len(self.schedule.levels_ms):
-                raise InvalidArgument(
-                    f"messages[{i}].delay_time_level must be in 0..{len(self.schedule.levels_ms)}, "
-                    f"got {wire.delay_time_level}"
-                )
         queue_id = self._choose_queue(topic, request.queue_id)
-        born_timestamp = request.born_timestamp or int(time.time() * 1000)
         born_host = request.born_host or peer
-        messages = [Message.from_proto(m) for m in request.messages]
-        for msg in messages:
-            msg.topic = topic
+        born_timestamp = request.born_timestamp or int(time.time() * 1000)
         response = broker_pb2.SendMessageResponse(
             send_status=broker_pb2.SEND_OK,
             message_queue=MessageQueue(topic, self.config.broker_name, queue_id).to_proto(),
         )
-        if any(msg.delay_time_level > 0 for msg in messages):
-            results = []
-            for msg in messages:
-                results.extend(
-                    await self.schedule.put_delayed_or_now(
-                        msg,
-                        queue_id,
-                        born_host=born_host,
-                        born_timestamp=born_timestamp,
-                        reconsume_times=request.reconsume_times,
-                    )
-                )
-        else:
-            results = await self.store.put_messages(
+        try:
+            # One pass over the messages: validated, encoded and stored as they came.
+            put = await self.store.put_batch(
                 topic,
                 queue_id,
-                messages,
+                wire,
                 born_host=born_host,
                 born_timestamp=born_timestamp,
                 reconsume_times=request.reconsume_times,
+                check_topics=True,
+                refuse_delayed=True,
             )
-        if any(r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT for r in results):
+        except DelayLevelRefused:
+            self.store.validate_messages(topic, wire, born_host=born_host, check_topics=True)
+            self._check_delay_levels(wire)
+            results = await self._send_delayed(request, queue_id, born_host, born_timestamp)
+            if any(r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT for r in results):
+                response.send_status = broker_pb2.FLUSH_DISK_TIMEOUT_STATUS
+            for r in results:
+                response.results.add(
+                    msg_id=r.msg_id,
+                    queue_offset=r.queue_offset,
+                    commit_log_offset=r.commit_log_offset,
+                )
+            return response
+        if put.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
             # Stored, but not yet durable within sync_flush_timeout_ms (RocketMQ's answer too).
             response.send_status = broker_pb2.FLUSH_DISK_TIMEOUT_STATUS
-        for r in results:
-            response.results.add(
-                msg_id=r.msg_id, queue_offset=r.queue_offset, commit_log_offset=r.commit_log_offset
-            )
+        if request.compact_result:
+            response.first_queue_offset = put.queue_offset
+            response.commit_log_offsets.extend(put.commit_log_offsets)
+            response.store_host = self.store.store_host
+            return response
+        ids = create_message_ids(*self.store.store_host_address, put.commit_log_offsets)
+        add = response.results.add
+        for i, (offset, msg_id) in enumerate(zip(put.commit_log_offsets, ids, strict=True)):
+            add(msg_id=msg_id, queue_offset=put.queue_offset + i, commit_log_offset=offset)
         return response
+
+    def _check_delay_levels(self, messages: Sequence[common_pb2.Message]) -> None:
+        levels = len(self.schedule.levels_ms)
+        for i, wire in enumerate(messages):
+            if not 0 <= wire.delay_time_level <= levels:
+                raise InvalidArgument(
+                    f"messages[{i}].delay_time_level must be in 0..{levels}, "
+                    f"got {wire.delay_time_level}"
+                )
+
+    async def _send_delayed(
+        self,
+        request: broker_pb2.SendMessageRequest,
+        queue_id: int,
+        born_host: str,
+        born_timestamp: int,
+    ) -> list[PutMessageResult]:
+        """A batch with delayed messages: each goes to the schedule topic or its queue."""
+        results: list[PutMessageResult] = []
+        for wire in request.messages:
+            msg = Message.from_proto(wire)
+            msg.topic = request.topic
+            results.extend(
+                await self.schedule.put_delayed_or_now(
+                    msg,
+                    queue_id,
+                    born_host=born_host,
+                    born_timestamp=born_timestamp,
+                    reconsume_times=request.reconsume_times,
+                )
+            )
+        return results

@@ -37,6 +37,7 @@ from protocol.errors import (
 )
 from protocol.message import Message
 from protocol.message_queue import MessageQueue
+from protocol.record import create_message_ids, parse_host
 from protocol.route import master_addr, route_to_publish_queues
 from protocol.rpc import call
 from protocol.v1 import broker_pb2, common_pb2
@@ -239,23 +240,33 @@ class Producer:
             messages=[m.to_proto() for m in messages],
             born_host=self.client_id.partition("@")[0],
             born_timestamp=_now_ms(),
+            compact_result=True,
         )
         try:
             response = await call(self._brokers.stub(addr).SendMessage, request, timeout)
         except ServiceNotAvailable:
             await self._brokers.drop(addr)
             raise
-        ids = [r.msg_id for r in response.results]
-        if tracer.enabled and response.results:
+        if response.results:  # a broker without compact results, or a batch with delays
+            ids = [r.msg_id for r in response.results]
+            queue_offset = response.results[0].queue_offset
+        elif response.commit_log_offsets:
+            # The compact result: an id is the store host and a commit log offset, made here.
+            ip, port = parse_host(response.store_host)
+            ids = create_message_ids(ip, port, response.commit_log_offsets)
+            queue_offset = response.first_queue_offset
+        else:
+            ids, queue_offset = [], -1
+        if tracer.enabled and ids:
             tracer.record(
                 "sent", mq=str(MessageQueue.from_proto(response.message_queue)),
-                offset=response.results[0].queue_offset, count=len(response.results),
+                offset=queue_offset, count=len(ids),
             )
         return SendResult(
             send_status=_STATUS.get(response.send_status, SendStatus.SEND_OK),
             msg_id=ids[0] if ids else "",
             message_queue=MessageQueue.from_proto(response.message_queue),
-            queue_offset=response.results[0].queue_offset if response.results else -1,
+            queue_offset=queue_offset,
             msg_ids=ids,
         )
 

@@ -13,6 +13,7 @@ import pytest
 from aiorocketmq.local_cluster import LocalCluster
 from protocol.broker_connections import BrokerConnections
 from protocol.errors import RESPONSE_CODE_KEY
+from protocol.record import create_message_ids, decode_records, parse_host
 from protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 
@@ -84,6 +85,52 @@ async def test_send_batch_then_pull_returns_it_in_order(stub: Any) -> None:
     assert got.next_begin_offset == 5 and got.max_offset == 5 and got.min_offset == 0
     assert got.messages[0].broker_name == "broker-a"
     assert got.messages[0].msg_id == sent.results[0].msg_id
+
+
+async def test_compact_send_result_and_raw_records_agree_with_the_classic_answers(
+    stub: Any,
+) -> None:
+    await create_topic(stub, "TRaw")
+    classic = await stub.SendMessage(send_request("TRaw", 1, [b"c0", b"c1"]), timeout=3)
+    assert classic.results and not classic.commit_log_offsets  # old clients: unchanged
+    request = send_request("TRaw", 1, [b"r%d" % i for i in range(5)], tags="TagR")
+    request.compact_result = True
+    compact = await stub.SendMessage(request, timeout=3)
+    assert not compact.results and compact.first_queue_offset == 2
+    assert len(compact.commit_log_offsets) == 5 and compact.store_host
+    ip, port = parse_host(compact.store_host)
+    ids = create_message_ids(ip, port, compact.commit_log_offsets)
+
+    decoded = await stub.PullMessage(pull_request("TRaw", 1, 0), timeout=3)
+    raw = await stub.PullMessage(pull_request("TRaw", 1, 0, raw_records=True), timeout=3)
+    assert raw.status == broker_pb2.FOUND and not raw.messages and raw.records
+    assert (raw.next_begin_offset, raw.min_offset, raw.max_offset) == (7, 0, 7)
+    assert raw.broker_name == decoded.broker_name == "broker-a"
+    messages = decode_records(raw.records, raw.broker_name)
+    assert [m.to_proto() for m in messages] == list(decoded.messages)
+    assert [m.msg_id for m in messages] == [r.msg_id for r in classic.results] + ids
+    assert [m.tags for m in messages] == [None, None] + ["TagR"] * 5
+
+    filtered = await stub.PullMessage(
+        pull_request("TRaw", 1, 0, raw_records=True, sub_expression="TagR", max_msg_nums=2),
+        timeout=3,
+    )
+    assert [m.body for m in decode_records(filtered.records)] == [b"r0", b"r1"]
+    assert filtered.next_begin_offset == 4
+    empty = await stub.PullMessage(pull_request("TRaw", 1, 7, raw_records=True), timeout=3)
+    assert empty.status == broker_pb2.NO_NEW_MSG and empty.records == b""
+
+
+async def test_compact_send_with_delayed_messages_answers_each_result(stub: Any) -> None:
+    await create_topic(stub, "TDelay")
+    request = send_request("TDelay", 0, [b"now", b"later"])
+    request.messages[1].delay_time_level = 3  # 10 s
+    request.compact_result = True
+    sent = await stub.SendMessage(request, timeout=3)
+    # The delayed message went to the schedule topic: no consecutive offsets to compact.
+    assert len(sent.results) == 2 and not sent.commit_log_offsets
+    got = await stub.PullMessage(pull_request("TDelay", 0, 0, raw_records=True), timeout=3)
+    assert [m.body for m in decode_records(got.records)] == [b"now"]
 
 
 async def test_long_poll_is_answered_when_a_message_arrives(stub: Any) -> None:
