@@ -32,10 +32,14 @@ class LocalCluster:
     )
     namesrv: NameServer | None = None
     broker_list: list[BrokerController] = field(default_factory=list)
+    # The name server's address while it is stopped (it restarts there).
+    namesrv_listen: str = ""
 
     @property
     def namesrv_addr(self) -> str:
-        assert self.namesrv is not None, "cluster not started"
+        if self.namesrv is None:
+            assert self.namesrv_listen, "cluster not started"
+            return self.namesrv_listen
         return self.namesrv.address
 
     def broker(self, name: str) -> BrokerController:
@@ -75,6 +79,23 @@ class LocalCluster:
         await fresh.start()
         self.broker_list[index] = fresh
         return fresh
+
+    async def stop_namesrv(self) -> None:
+        """Stop the name server (brokers keep retrying their registration)."""
+        if self.namesrv is not None:
+            self.namesrv_listen = self.namesrv.address
+            await self.namesrv.shutdown()
+            self.namesrv = None
+
+    async def start_namesrv(self) -> None:
+        """Start the name server again on its old address (empty tables: brokers re-register)."""
+        config = NamesrvConfig(
+            listen=self.namesrv_listen or self.namesrv_config.listen,
+            scan_not_active_broker_interval_ms=self.namesrv_config.scan_not_active_broker_interval_ms,
+            broker_channel_expired_time_ms=self.namesrv_config.broker_channel_expired_time_ms,
+        )
+        self.namesrv = NameServer(config)
+        await self.namesrv.start()
 
     async def shutdown(self) -> None:
         for broker in self.broker_list:

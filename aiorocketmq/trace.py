@@ -8,6 +8,7 @@ then. Every record carries ``ts`` (ms, wall clock), ``event`` and the ids as fie
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,7 @@ class Tracer:
 
     def __init__(self) -> None:
         self.enabled = False
+        self.pid = os.getpid()
         self._file: TextIO | None = None
         self._callbacks: list[Callable[[dict[str, Any]], None]] = []
 
@@ -51,7 +53,7 @@ class Tracer:
             return
         if event not in EVENTS:
             raise ValueError(f"unknown trace event {event!r}")
-        rec = {"ts": int(time.time() * 1000), "event": event, **fields}
+        rec = {"ts": int(time.time() * 1000), "event": event, "pid": self.pid, **fields}
         if self._file is not None:
             self._file.write(json.dumps(rec, default=str) + "\n")
         for cb in list(self._callbacks):

@@ -27,7 +27,9 @@ __all__ = [
     "Holding",
     "TraceReport",
     "check",
+    "client_id_of",
     "format_report",
+    "holder_of",
     "read_traces",
 ]
 
@@ -79,12 +81,26 @@ class TraceReport:
         return sum(len(v) - 1 for v in self.duplicates.values())
 
     def holders_now(self) -> dict[str, list[str]]:
-        """Per queue, the clients still holding it at the end of the trace."""
+        """Per queue, the clients still holding it at the end of the trace (by client id)."""
         return {
-            mq: [h.client_id for h in hs if h.end is None]
+            mq: [client_id_of(h.client_id) for h in hs if h.end is None]
             for mq, hs in self.holdings.items()
             if any(h.end is None for h in hs)
         }
+
+
+def holder_of(record: dict[str, Any]) -> str:
+    """Who a record speaks for: the client id, and the process when the trace says so.
+
+    Two processes with the same client id (a misconfiguration the suite provokes) are still two
+    holders; ``client_id_of`` gives the client id back.
+    """
+    pid = record.get("pid")
+    return f"{record.get('client_id', '')}|{pid}" if pid is not None else record.get("client_id", "")
+
+
+def client_id_of(holder: str) -> str:
+    return holder.split("|", 1)[0]
 
 
 def read_traces(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -109,7 +125,12 @@ _LOSSES = {"queue_dropped", "queue_released"}
 
 
 def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:
-    """Clients whose channel closed with no graceful leave before it, and when."""
+    """Clients whose channel closed with no graceful leave before it, and when.
+
+    A graceful leave is recorded by the consumer (``consumer_shutdown``) or by the broker
+    (``client_unregistered``); a channel that closes while still in groups without either is a
+    crash.
+    """
     graceful: set[str] = set()
     crashed_at: dict[str, int] = {}
     for r in records:
@@ -154,21 +175,23 @@ def check(
         event = r["event"]
         if event in _GAINS:
             hs = holdings[r["mq"]]
-            if not any(h.client_id == r["client_id"] and h.end is None for h in hs):
-                hs.append(Holding(r["client_id"], r["ts"]))
+            who = holder_of(r)
+            if not any(h.client_id == who and h.end is None for h in hs):
+                hs.append(Holding(who, r["ts"]))
         elif event in _LOSSES:
+            who = holder_of(r)
             for h in reversed(holdings[r["mq"]]):
-                if h.client_id == r["client_id"] and h.end is None:
+                if h.client_id == who and h.end is None:
                     h.end = r["ts"]
                     break
         elif event == "consumed":
-            consumed_by[f"{r['mq']}@{r['offset']}"].append(r["client_id"])
+            consumed_by[f"{r['mq']}@{r['offset']}"].append(holder_of(r))
         elif event == "sent":
             sent.update(f"{r['mq']}@{r['offset'] + i}" for i in range(r.get("count", 1)))
     for hs in holdings.values():  # a crashed client's holdings end when its channel closed
         for h in hs:
-            if h.end is None and h.client_id in crashed_at:
-                h.end = max(h.start, crashed_at[h.client_id])
+            if h.end is None and client_id_of(h.client_id) in crashed_at:
+                h.end = max(h.start, crashed_at[client_id_of(h.client_id)])
     report.holdings = dict(holdings)
     for mq, hs in holdings.items():
         ordered = sorted(hs, key=lambda h: h.start)
@@ -199,7 +222,7 @@ def check(
     report.duplicates = {k: v for k, v in consumed_by.items() if len(v) > 1}
     causes: dict[str, int] = defaultdict(int)
     for clients in report.duplicates.values():
-        cause = "crash" if any(c in crashed for c in clients) else "graceful"
+        cause = "crash" if any(client_id_of(c) in crashed for c in clients) else "graceful"
         causes[cause] += len(clients) - 1
     report.duplicate_causes = dict(causes)
     must = set(expected) if expected is not None else sent
@@ -223,7 +246,7 @@ def format_report(report: TraceReport) -> str:
     lines.append("\nwho held each queue (seconds from the start of the trace):")
     for mq in sorted(report.holdings):
         spans = "  ".join(
-            f"{h.client_id.rpartition('@')[2]} {(h.start - t0) / 1000:.2f}-"
+            f"{client_id_of(h.client_id).rpartition('@')[2]} {(h.start - t0) / 1000:.2f}-"
             + ("end" if h.end is None else f"{(h.end - t0) / 1000:.2f}")
             for h in sorted(report.holdings[mq], key=lambda h: h.start)
         )

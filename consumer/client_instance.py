@@ -266,7 +266,17 @@ class MQClientInstance:
                 error=str(e),
             )
             return None
-        return list(response.consumer_id_list)
+        ids = list(response.consumer_id_list)
+        if ids.count(self.client_id) > 1:
+            log.error(
+                "duplicate client id in consumer group: another process uses this client id, so "
+                "both compute the same allocation and some queues are consumed by nobody; give each "
+                "consumer a unique instance_name",
+                group=group,
+                client_id=self.client_id,
+                broker=bd.broker_name,
+            )
+        return ids
 
     # ---- channels and heartbeats -----------------------------------------------------------
     def _channel(self, addr: str) -> BrokerChannel:

@@ -350,7 +350,8 @@ class PushConsumer:
 
     async def _release_client(self) -> None:
         if self._client is not None:
-            self._client.consumer_table.pop(self.consumer_group, None)
+            if self._client.consumer_table.get(self.consumer_group) is self:
+                del self._client.consumer_table[self.consumer_group]
             await MQClientManager.release(self.client_id)
             self._client = None
 

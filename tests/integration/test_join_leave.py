@@ -1,0 +1,207 @@
+"""The join/leave suite: 1 name server, 3 brokers, 8 queues each, consumers coming and going.
+
+Every case asserts that no acknowledged message is lost and that the group converges to each
+queue held exactly once (as AVG computes it), and records the duplicates and settle times it
+saw. Timings are RocketMQ's defaults (20 s periodic rebalance, 30 s heartbeat), so convergence
+comes from the notification path, except where a case switches notifications off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.local_cluster import LocalCluster
+from consumer.client_config import ClientConfig
+from tests.helpers import wait_until
+from tests.integration.join_leave import Scenario
+from tests.integration.support import create_topic
+
+TOPIC = "JoinLeave"
+FAST = {"register_name_server_period_ms": 300, "flush_consumer_offset_interval_ms": 200}
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(tmp_path / "cluster", brokers=3, broker_overrides=FAST) as c:
+        await create_topic(c, TOPIC, queues=8)
+        yield c
+
+
+def scenario(cluster: LocalCluster, tmp_path: Path, **kw: object) -> Scenario:
+    (tmp_path / "traces").mkdir(exist_ok=True)
+    return Scenario(cluster, tmp_path / "traces", TOPIC, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("n", [2, 4])
+async def test_static_balance(cluster: LocalCluster, tmp_path: Path, n: int) -> None:
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        for i in range(n):
+            await s.join(f"c{i}")
+        await s.settle()
+        report = await s.all_consumed()
+        s.record(f"static balance, {n} consumers", report)
+
+
+@pytest.mark.parametrize("joiners", [1, 2])
+async def test_consumers_join_mid_stream(cluster: LocalCluster, tmp_path: Path, joiners: int) -> None:
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        await s.join("c0")
+        await s.join("c1")
+        await s.settle()
+        await asyncio.sleep(0.3)
+        for i in range(joiners):
+            await s.join(f"j{i}")
+        await s.settle()
+        report = await s.all_consumed()
+        s.record(f"{joiners} joining mid-stream", report)
+
+
+async def test_graceful_leave(cluster: LocalCluster, tmp_path: Path) -> None:
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        for i in range(3):
+            await s.join(f"c{i}")
+        await s.settle()
+        await asyncio.sleep(0.3)
+        await s.leave("c1")
+        await s.settle()
+        report = await s.all_consumed()
+        s.record("graceful leave", report)
+
+
+async def test_crash_of_a_consumer_process(cluster: LocalCluster, tmp_path: Path) -> None:
+    """kill -9: the stream closes, the broker notifies the group at once, survivors take over."""
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        await s.join("c0")
+        await s.join_process("victim")
+        await s.settle()
+        await asyncio.sleep(0.5)
+        await s.crash_process("victim")
+        await s.settle()
+        report = await s.all_consumed()
+        assert report.crashed_clients, "the checker sees the crash"
+        assert set(report.duplicate_causes) <= {"crash"}
+        s.record("crash (kill -9 of a consumer process)", report)
+
+
+async def test_join_then_leave(cluster: LocalCluster, tmp_path: Path) -> None:
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        await s.join("c0")
+        await s.join("c1")
+        await s.settle()
+        await s.join("c2")
+        await s.settle()
+        await asyncio.sleep(0.3)
+        await s.leave("c2")
+        await s.settle()
+        report = await s.all_consumed()
+        s.record("join then leave", report)
+
+
+async def test_more_consumers_than_queues(cluster: LocalCluster, tmp_path: Path) -> None:
+    await create_topic(cluster, "FewQueues", queues=1)  # 3 queues over 3 brokers
+    s = Scenario(cluster, tmp_path, "FewQueues", group="few")
+    async with s:
+        s.start_producing()
+        for i in range(5):
+            await s.join(f"c{i}")
+        await s.settle()
+        idle = [c for c in s.consumers.values() if not c.assigned_queues]
+        assert len(idle) == 2
+        report = await s.all_consumed()
+        s.record("more consumers (5) than queues (3)", report)
+
+
+async def test_two_instances_with_the_same_client_id_are_detected(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Both compute the same share, so some queues go unconsumed: detect it and warn loudly."""
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        first = await s.join_process("first", instance_name="twin")
+        second = await s.join_process("second", instance_name="twin")
+        assert first.client_id == second.client_id  # same ip, same instance name
+        dup: dict[str, list[str]] = {}
+        for b in cluster.broker_list:
+            dup.update(b.client.consumer_manager.duplicate_client_ids(s.group))
+        assert first.client_id in dup and len(dup[first.client_id]) == 2
+        await wait_until(
+            lambda: "duplicate client id" in first.stderr() + second.stderr(),
+            timeout=30,
+            message="a consumer warns about its duplicate client id",
+        )
+        # Once the twin is gone, the group converges and nothing was lost.
+        await s.processes.pop("second").stop()
+        await s.settle()
+        report = await s.all_consumed()
+        s.record("two instances with the same client id", report)
+
+
+async def test_broker_restarted_mid_consumption(cluster: LocalCluster, tmp_path: Path) -> None:
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        await s.join("c0")
+        await s.join("c1")
+        await s.settle()
+        await asyncio.sleep(0.3)
+        await cluster.restart_broker("broker-b")
+        await s.settle()
+        report = await s.all_consumed(timeout=40)
+        s.record("broker restarted mid-consumption", report)
+
+
+async def test_name_server_down_for_a_while(cluster: LocalCluster, tmp_path: Path) -> None:
+    async with scenario(cluster, tmp_path) as s:
+        s.start_producing()
+        await s.join("c0")
+        await s.join("c1")
+        await s.settle()
+        await cluster.stop_namesrv()
+        sent, consumed = s.sent, s.report().consumed
+        await wait_until(
+            lambda: s.sent > sent + 50 and s.report().consumed > consumed + 50,
+            timeout=10,
+            message="producing and consuming go on with cached routes",
+        )
+        await cluster.start_namesrv()
+        from nameserver.client import NameServerClient
+
+        async with NameServerClient(cluster.namesrv_addr) as ns:
+
+            async def reregistered() -> bool:
+                info = await ns.get_broker_cluster_info()
+                return len(info.broker_addr_table) == 3
+
+            await wait_until(reregistered, timeout=10, message="brokers re-register")
+        await s.join("c2")  # a newcomer needs the name server for its routes
+        await s.settle()
+        report = await s.all_consumed()
+        s.record("name server down for a while", report)
+
+
+async def test_notifications_switched_off_still_converge(tmp_path: Path) -> None:
+    overrides = {**FAST, "notify_consumer_ids_changed_enable": False}
+    async with LocalCluster(tmp_path / "cluster", brokers=3, broker_overrides=overrides) as cluster:
+        await create_topic(cluster, TOPIC, queues=8)
+        s = scenario(cluster, tmp_path, client_config=ClientConfig(rebalance_wait_interval_ms=1_000))
+        async with s:
+            s.start_producing()
+            await s.join("c0")
+            await s.join("c1")
+            await s.settle()
+            await s.join("c2")
+            await s.settle()
+            await s.leave("c0")
+            await s.settle()
+            report = await s.all_consumed()
+            for b in cluster.broker_list:
+                assert b.client.listener.notifications_sent == 0
+            s.record("notifications switched off (periodic rebalance 1 s)", report)
