@@ -169,7 +169,7 @@ class BrokerController:
         if self.server is not None:
             await self.server.stop(grace=0.5)
         await self.schedule.shutdown()
-        self.client.offsets.persist()
+        self.client.persist_offsets_now()
         await self.store.shutdown()
         if self.namesrv is not None:
             await self.namesrv.close()

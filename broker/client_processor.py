@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 from pathlib import Path
 
@@ -83,6 +84,7 @@ class ClientManageProcessor:
         self.locks = RebalanceLockManager(lock_max_live_ms=config.rebalance_lock_max_live_time_ms)
         self.grants = QueueGrantManager(epoch_base=_now_ms())
         self.offsets = ConsumerOffsetManager(store_root)
+        self._persist_lock = threading.Lock()
         self.offsets.load()
 
     # ---- channels --------------------------------------------------------------------------
@@ -516,7 +518,13 @@ class ClientManageProcessor:
         return response
 
     async def persist_offsets(self) -> None:
-        await asyncio.to_thread(self.offsets.persist)
+        """The periodic flush (in a thread: it writes and fsyncs a file)."""
+        await asyncio.to_thread(self.persist_offsets_now)
+
+    def persist_offsets_now(self) -> None:
+        """Write the offsets; one writer at a time (a cancelled flush's thread may still run)."""
+        with self._persist_lock:
+            self.offsets.persist()
 
 
 class _TraceListener:

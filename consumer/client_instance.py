@@ -76,6 +76,7 @@ class MQClientInstance:
         self.pull_message_service = PullMessageService(self._pull_handler)
         self._tasks: set[asyncio.Task[None]] = set()
         self._heartbeat_lock = asyncio.Lock()
+        self._heartbeat_again = False
         self._route_lock = asyncio.Lock()
         self.running = False
         self.notifications_received = 0
@@ -243,6 +244,13 @@ class MQClientInstance:
             await self.brokers.drop(addr)
             raise
 
+    async def channel_id_for(self, broker_name: str) -> str | None:
+        """The id of our open channel to ``broker_name``'s master (opened if needed)."""
+        addr = self.find_broker_addr(broker_name)
+        if addr is None:
+            return None
+        return await self._channel(addr).wait_ready(self._timeout())
+
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
         """GET_CONSUMER_LIST_BY_GROUP from one broker of the topic; None when it cannot say."""
         route = self.topic_route_table.get(topic)
@@ -352,18 +360,30 @@ class MQClientInstance:
         return True
 
     async def send_heartbeat_to_all_broker(self) -> bool:
-        """HEART_BEAT to every broker of the routes at once; True if there was any broker."""
+        """HEART_BEAT to every broker of the routes at once; True if there was any broker.
+
+        One round at a time, like RocketMQ's tryLock; where we differ: a call that finds a round
+        in flight is not dropped but makes that round go again with fresh data, so a new
+        subscription version always reaches the brokers (else pulls fail SUBSCRIPTION_NOT_LATEST
+        until the next periodic heartbeat).
+        """
         if self._heartbeat_lock.locked():
-            return False  # RocketMQ's tryLock: one heartbeat round at a time
-        async with self._heartbeat_lock:
-            data = self._heartbeat_data()
-            if not data.consumer_data_set:
-                return False
-            addrs = sorted({a for addrs in self.broker_addr_table.values() for a in addrs.values()})
-            if not addrs:
-                return False
-            await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
+            self._heartbeat_again = True
             return True
+        async with self._heartbeat_lock:
+            sent = False
+            self._heartbeat_again = True
+            while self._heartbeat_again:
+                self._heartbeat_again = False
+                data = self._heartbeat_data()
+                addrs = sorted(
+                    {a for addrs in self.broker_addr_table.values() for a in addrs.values()}
+                )
+                if not data.consumer_data_set or not addrs:
+                    break
+                await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
+                sent = True
+            return sent
 
 
 def _route_key(route: common_pb2.TopicRouteData) -> bytes:

@@ -88,28 +88,37 @@ class ConsumeMessageConcurrentlyService:
         async with self._slots:
             if pq.dropped:
                 return
-            context = ConsumeConcurrentlyContext(mq)
-            now = str(int(time.time() * 1000))
-            for m in msgs:
-                m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
+            pq.consume_started()
             try:
-                status = await self.listener(msgs, context)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("consumeMessage exception", group=self.consumer_group, mq=str(mq))
-                status = ConsumeConcurrentlyStatus.RECONSUME_LATER
-            if not isinstance(status, ConsumeConcurrentlyStatus):
-                status = ConsumeConcurrentlyStatus.RECONSUME_LATER
-            pq.last_consume_timestamp = pq.now_ms()
-            if pq.dropped:
-                log.info(
-                    "processQueue is dropped, the consume result is discarded",
-                    group=self.consumer_group,
-                    mq=str(mq),
-                )
-                return
-            await self._process_result(status, context, msgs, pq, mq)
+                await self._consume_batch(msgs, pq, mq)
+            finally:
+                pq.consume_finished()
+
+    async def _consume_batch(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+    ) -> None:
+        context = ConsumeConcurrentlyContext(mq)
+        now = str(int(time.time() * 1000))
+        for m in msgs:
+            m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
+        try:
+            status = await self.listener(msgs, context)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("consumeMessage exception", group=self.consumer_group, mq=str(mq))
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if not isinstance(status, ConsumeConcurrentlyStatus):
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        pq.last_consume_timestamp = pq.now_ms()
+        if pq.dropped and not pq.draining:
+            log.info(
+                "processQueue is dropped, the consume result is discarded",
+                group=self.consumer_group,
+                mq=str(mq),
+            )
+            return
+        await self._process_result(status, context, msgs, pq, mq)
 
     async def _process_result(
         self,
@@ -144,7 +153,7 @@ class ConsumeMessageConcurrentlyService:
         retried = {id(m) for m in retry_locally}
         done = [m for m in msgs if id(m) not in retried]
         offset = pq.remove_message(done)
-        if offset >= 0 and not pq.dropped:
+        if offset >= 0 and (not pq.dropped or pq.draining):
             self.update_offset(mq, offset)
         if retry_locally:
             self._spawn(self._consume_later(retry_locally, pq, mq))

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import structlog
 
 from aiorocketmq.trace import tracer
-from protocol.errors import MQError, QueryNotFound
+from protocol.errors import MQError, QueryNotFound, QueueFenced
 from protocol.message_queue import MessageQueue
 from protocol.v1 import broker_pb2
 
@@ -117,8 +117,10 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         self.group = group
         self.client_id = client_id
         self._invoke = invoke
-        # Fenced handoff: the epoch to present with each queue's commits (0 = classic).
+        # Fenced handoff: the epoch to present with each queue's commits (0 = classic), and who
+        # to tell when the broker refuses a commit because the queue moved on.
         self.epochs: dict[MessageQueue, int] = {}
+        self.on_fenced: Callable[[MessageQueue], None] | None = None
 
     async def load(self) -> None:
         return None
@@ -165,6 +167,13 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         )
         try:
             await self._invoke(broker_name, "UpdateConsumerOffset", request)
+        except QueueFenced:
+            # One stale epoch refuses the whole batch: commit the queues one by one.
+            if len(entries) > 1:
+                for mq, offset in entries.items():
+                    await self._commit(broker_name, {mq: offset})
+            elif self.on_fenced is not None:
+                self.on_fenced(next(iter(entries)))
         except MQError as e:
             log.warning(
                 "update consumer offset failed",
@@ -195,10 +204,6 @@ class RemoteBrokerOffsetStore(_MemoryTable):
             if offset is not None and offset.value >= 0:
                 by_broker[mq.broker_name][mq] = offset.value
         await asyncio.gather(*(self._commit(b, entries) for b, entries in by_broker.items()))
-
-    def remove_offset(self, mq: MessageQueue) -> None:
-        super().remove_offset(mq)
-        self.epochs.pop(mq, None)
 
 
 def default_offset_store_dir() -> Path:

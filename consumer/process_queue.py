@@ -115,6 +115,12 @@ class ProcessQueue:
         self.try_unlock_times = 0
         self.msg_acc_cnt = 0
         self.consume_lock = asyncio.Lock()
+        # Concurrent batches being consumed now (the fenced handoff drains them before release).
+        self.inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        # Fenced handoff: dropped, but batches in flight still ack until the queue is released.
+        self.draining = False
 
     def __repr__(self) -> str:
         return (
@@ -165,6 +171,22 @@ class ProcessQueue:
         self.try_unlock_times += 1
 
     # -- pull side -----------------------------------------------------------------------
+
+    def consume_started(self) -> None:
+        """A concurrent batch of this queue is being consumed."""
+        self.inflight += 1
+        self._idle.clear()
+
+    def consume_finished(self) -> None:
+        """That batch is done (acked or failed)."""
+        self.inflight -= 1
+        if self.inflight <= 0:
+            self.inflight = 0
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until no batch of this queue is being consumed."""
+        await self._idle.wait()
 
     def put_message(self, msgs: Sequence[MessageExt]) -> bool:
         """Add pulled messages; True when the caller must dispatch a consume request.

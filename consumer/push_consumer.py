@@ -27,6 +27,7 @@ from consumer.client_config import ClientConfig
 from consumer.client_instance import MQClientInstance, MQClientManager
 from consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from consumer.consume_orderly import ConsumeMessageOrderlyService
+from consumer.fenced import FencedHandoff
 from consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -98,6 +99,7 @@ class PushConsumer:
         lock_interval_ms: int = 20_000,
         lock_max_live_ms: int = 30_000,
         unlock_delay_ms: int = 20_000,
+        handoff_drain_timeout_ms: int = 5_000,
         handoff: str = "classic",
         client_config: ClientConfig | None = None,
         offset_store_dir: Path | None = None,
@@ -149,6 +151,8 @@ class PushConsumer:
         self.pull_max_idle_time_ms = pull_max_idle_time_ms
         self.rebalance_dispatch_delay_ms = rebalance_dispatch_delay_ms
         self.unlock_delay_ms = unlock_delay_ms
+        self.handoff_drain_timeout_ms = handoff_drain_timeout_ms
+        self.fenced: FencedHandoff | None = None
         self.handoff = handoff
         self.client_config = client_config
         self.offset_store_dir = offset_store_dir
@@ -169,7 +173,7 @@ class PushConsumer:
         self.running = False
         self.paused = False
         self.on_consumed: Callable[[MessageQueue, list[MessageExt]], None] | None = None
-        self._side_tasks: set[asyncio.Future[bool]] = set()
+        self._side_tasks: set[asyncio.Future[Any]] = set()
 
     # ---- configuration ---------------------------------------------------------------------
     @property
@@ -218,6 +222,15 @@ class PushConsumer:
         self.register_message_listener(listener, orderly=True)
 
     @property
+    def is_fenced(self) -> bool:
+        """The fenced handoff applies: asked for, CLUSTERING, not orderly (which already locks)."""
+        return (
+            self.handoff == "fenced"
+            and self.message_model is MessageModel.CLUSTERING
+            and not self.consume_orderly
+        )
+
+    @property
     def assigned_queues(self) -> set[MessageQueue]:
         """The queues this consumer holds now (its process queues not dropped), all topics."""
         if self.rebalance_impl is None:
@@ -260,6 +273,10 @@ class PushConsumer:
                     self.consumer_group, client.invoke_broker, client_id=self.client_id
                 )
             await self.offset_store.load()
+            if self.is_fenced:
+                self.fenced = FencedHandoff(client, self.consumer_group)
+                assert isinstance(self.offset_store, RemoteBrokerOffsetStore)
+                self.offset_store.on_fenced = self._on_commit_fenced
             self.rebalance_impl = RebalanceImpl(
                 self.consumer_group,
                 self.message_model,
@@ -327,7 +344,7 @@ class PushConsumer:
         self.running = False
         tracer.record("consumer_shutdown", group=self.consumer_group, client_id=self.client_id)
         assert self._client is not None and self.rebalance_impl is not None
-        if self.consume_service is not None:
+        if self.consume_service is not None and self.fenced is None:
             await self.consume_service.shutdown(await_terminate_s)
         if self.consume_orderly_service is not None:
             # Ours: wait for each queue's batch in flight (500 ms at most) and keep the queues
@@ -341,6 +358,14 @@ class PushConsumer:
             for pq in held:
                 pq.dropped = True
                 pq.consume_lock.release()
+        elif self.fenced is not None:
+            # Release every grant with its final offset once the batches in flight are done.
+            items = list(self.rebalance_impl.process_queue_table.items())
+            for _, pq in items:
+                pq.dropped = True
+            await self.remove_unnecessary_message_queues(items)
+            if self.consume_service is not None:
+                await self.consume_service.shutdown(await_terminate_s)
         else:
             await self.persist_consumer_offset()
         await self._client.unregister_consumer(self.consumer_group)
@@ -419,9 +444,9 @@ class PushConsumer:
         await self.offset_store.persist_all(set(self.rebalance_impl.process_queue_table))
 
     def on_queue_released(self, mq: MessageQueue) -> None:
-        """Fenced handoff: a queue we wait for was released; try to take it now."""
-        if self._client is not None:
-            self._client.rebalance_immediately()
+        """Fenced handoff: a queue of the group was released; take it now if it is ours."""
+        if self.rebalance_impl is not None and self.running:
+            self._spawn_side(self.rebalance_impl.try_acquire_released(mq))
 
     # ---- RebalanceMode ---------------------------------------------------------------------
     @property
@@ -441,6 +466,8 @@ class PushConsumer:
         dropped again at the next rebalance, unless its lock is 20 s old (force unlock).
         """
         assert self.offset_store is not None
+        if self.fenced is not None:
+            return await self._release_fenced(items)
         if self.consume_orderly and self.message_model is MessageModel.CLUSTERING:
             return list(
                 await asyncio.gather(
@@ -452,6 +479,55 @@ class PushConsumer:
         for mq in mqs:
             self.offset_store.remove_offset(mq)
         return [True] * len(items)
+
+    async def _release_fenced(self, items: list[tuple[MessageQueue, ProcessQueue]]) -> list[bool]:
+        """Fenced drop: pulls stopped (dropped); let batches in flight ack; release with the offset."""
+        assert (
+            self.offset_store is not None
+            and self.fenced is not None
+            and self.rebalance_impl is not None
+        )
+        for _, pq in items:
+            pq.draining = True
+        try:
+            async with asyncio.timeout(self.handoff_drain_timeout_ms / 1000):
+                await asyncio.gather(*(pq.wait_idle() for _, pq in items))
+        except TimeoutError:
+            pass
+        stuck = [str(mq) for mq, pq in items if pq.inflight]
+        if stuck:
+            log.warning(
+                "handoff drain timed out; releasing with what was committed",
+                group=self.consumer_group,
+                queues=stuck,
+            )
+        releases = []
+        for mq, pq in items:
+            pq.draining = False
+            final = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+            epoch = self.rebalance_impl.epochs.get(mq) or self.offset_store.epochs.get(mq, 0)  # type: ignore[attr-defined]
+            if epoch:
+                releases.append((mq, epoch, final))
+        if releases:
+            await self.fenced.release(releases)
+        for mq, _ in items:
+            self.offset_store.remove_offset(mq)
+            self.offset_store.epochs.pop(mq, None)  # type: ignore[attr-defined]
+        return [True] * len(items)
+
+    def _on_commit_fenced(self, mq: MessageQueue) -> None:
+        """The broker refused our commit for ``mq``: the queue moved on; drop it now."""
+        log.warning(
+            "offset commit fenced, dropping the queue", group=self.consumer_group, mq=str(mq)
+        )
+        if self.rebalance_impl is not None and mq in self.rebalance_impl.process_queue_table:
+            self.rebalance_impl.process_queue_table[mq].dropped = True
+            self._spawn_side(self.rebalance_impl.remove_process_queue(mq))
+
+    def _spawn_side(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
 
     async def _try_remove_order_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         assert self.offset_store is not None
@@ -616,7 +692,16 @@ class PushConsumer:
             pq.locked = False
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
-        return None
+        """Fenced: the broker's grants (epoch, committed offset) for ``mqs``; None when classic."""
+        if self.fenced is None:
+            return None
+        assert isinstance(self.offset_store, RemoteBrokerOffsetStore)
+        grants = await self.fenced.acquire(mqs)
+        for mq, (epoch, committed) in grants.items():
+            self.offset_store.epochs[mq] = epoch
+            if committed >= 0:
+                self.offset_store.update_offset(mq, committed, increase_only=False)
+        return grants
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
         assert self._client is not None

@@ -101,6 +101,10 @@ class RebalanceImpl:
         self.subscription_inner: dict[str, tuple[str, int]] = {}
         # Fenced handoff: the epoch of each queue we hold.
         self.epochs: dict[MessageQueue, int] = {}
+        # The last allocation per topic (the fenced handoff acquires a released queue from it).
+        self.allocation: dict[str, set[MessageQueue]] = {}
+        # One table update at a time (the periodic rebalance and a QueueReleased may overlap).
+        self._table_lock = asyncio.Lock()
 
     # ---- entry -----------------------------------------------------------------------------
     async def do_rebalance(self, is_order: bool) -> bool:
@@ -163,6 +167,7 @@ class RebalanceImpl:
             )
             return False
         allocate_result_set = set(result or [])
+        self.allocation[topic] = allocate_result_set
         tracer.record(
             "rebalance_result",
             group=self.consumer_group,
@@ -195,7 +200,33 @@ class RebalanceImpl:
     async def update_process_queue_table_in_rebalance(
         self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool
     ) -> bool:
-        """Drop what is no longer ours, create what is new; True when the table changed.
+        """Drop what is no longer ours, create what is new; True when the table changed."""
+        async with self._table_lock:
+            return await self._update_process_queue_table(topic, mq_set, need_lock=need_lock)
+
+    async def try_acquire_released(self, mq: MessageQueue) -> bool:
+        """Fenced: ``mq`` was released; take it now if our last allocation says it is ours."""
+        allocated = self.allocation.get(mq.topic)
+        if (
+            not self.fenced
+            or allocated is None
+            or mq not in allocated
+            or mq in self.process_queue_table
+        ):
+            return False
+        changed = await self.update_process_queue_table_in_rebalance(
+            mq.topic, allocated, need_lock=False
+        )
+        if changed:
+            await self.mode.message_queue_changed(
+                mq.topic, self.topic_subscribe_info_table.get(mq.topic, allocated), allocated
+            )
+        return changed
+
+    async def _update_process_queue_table(
+        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool
+    ) -> bool:
+        """The body of ``update_process_queue_table_in_rebalance``.
 
         Where we differ from RocketMQ: the dropped queues' offsets are committed in one RPC per
         broker, and the new queues' start offsets are queried concurrently, rather than one

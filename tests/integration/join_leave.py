@@ -54,13 +54,29 @@ class CaseResult:
 class ConsumerProcess:
     """``aiorocketmq consume`` in its own process, with its trace in a file."""
 
-    def __init__(self, namesrv: str, group: str, topic: str, name: str, trace: Path) -> None:
+    def __init__(
+        self, namesrv: str, group: str, topic: str, name: str, trace: Path, handoff: str = "classic"
+    ) -> None:
         self.trace = trace
         self.client_id = ""
         self.stderr_path = trace.with_suffix(".stderr")
         cmd = [
-            str(Path(sys.executable).parent / "aiorocketmq"), "consume", "-n", namesrv, "-g", group,
-            "-t", topic, "--instance-name", name, "--from", "first", "--trace", str(trace),
+            str(Path(sys.executable).parent / "aiorocketmq"),
+            "consume",
+            "-n",
+            namesrv,
+            "-g",
+            group,
+            "-t",
+            topic,
+            "--instance-name",
+            name,
+            "--from",
+            "first",
+            "--trace",
+            str(trace),
+            "--handoff",
+            handoff,
         ]
         self._stderr = self.stderr_path.open("wb")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._stderr)
@@ -111,6 +127,7 @@ class Scenario:
     tmp: Path
     topic: str
     group: str = "join_leave"
+    handoff: str = "classic"
     client_config: ClientConfig = field(default_factory=ClientConfig)
     consumer_kwargs: dict[str, Any] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
@@ -138,8 +155,13 @@ class Scenario:
     # ---- membership ------------------------------------------------------------------------
     async def join(self, name: str) -> None:
         c = PushConsumer(
-            self.group, self.cluster.namesrv_addr, instance_name=name, client_config=self.client_config,
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **self.consumer_kwargs,
+            self.group,
+            self.cluster.namesrv_addr,
+            instance_name=name,
+            client_config=self.client_config,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            handoff=self.handoff,
+            **self.consumer_kwargs,
         )
         c.subscribe(self.topic, "*")
         c.register_message_listener(_ok)
@@ -151,8 +173,12 @@ class Scenario:
 
     async def join_process(self, name: str, *, instance_name: str | None = None) -> ConsumerProcess:
         p = ConsumerProcess(
-            self.cluster.namesrv_addr, self.group, self.topic, instance_name or name,
+            self.cluster.namesrv_addr,
+            self.group,
+            self.topic,
+            instance_name or name,
             self.tmp / f"{name}.jsonl",
+            self.handoff,
         )
         self.processes[name] = p
         await p.started()
@@ -169,7 +195,9 @@ class Scenario:
     # ---- the stream --------------------------------------------------------------------------
     def start_producing(self, interval_s: float = 0.004) -> None:
         async def run() -> None:
-            async with Producer("join_leave_producer", self.cluster.namesrv_addr, send_msg_timeout=5) as p:
+            async with Producer(
+                "join_leave_producer", self.cluster.namesrv_addr, send_msg_timeout=5
+            ) as p:
                 while not self._stop.is_set():
                     try:
                         await p.send(Message(self.topic, b"m%06d" % self.sent))
@@ -246,10 +274,34 @@ class Scenario:
                 )
             await asyncio.sleep(0.05)
 
+    def uncommitted_by(self, client_id: str) -> int:
+        """Messages ``client_id`` consumed past its last offset commit (what a crash repeats)."""
+        committed: dict[str, int] = {}
+        consumed: list[tuple[str, int]] = []
+        for r in self.report_records():
+            if r.get("client_id") != client_id:
+                continue
+            if r["event"] == "offset_commit":
+                committed.update(r["offsets"])
+            elif r["event"] == "consumed":
+                consumed.append((r["mq"], r["offset"]))
+        return sum(1 for mq, off in consumed if off >= committed.get(mq, 0))
+
+    def check_handoff(self, report: TraceReport, *, graceful: bool = True) -> None:
+        """Fenced: a graceful change has no double ownership and no duplicate."""
+        if self.handoff == "fenced" and graceful:
+            assert report.total_double_ownership_ms == 0, report.double_ownership_ms
+            assert report.duplicate_count == 0, list(report.duplicates.items())[:5]
+
     def record(self, case: str, report: TraceReport) -> CaseResult:
+        self.check_handoff(report, graceful="crash" not in case and "restarted" not in case)
         result = CaseResult(
-            case, [round(x, 1) for x in self.settle_ms], report.sent, report.duplicate_count,
-            report.duplicate_causes, report.total_double_ownership_ms,
+            f"[{self.handoff}] {case}",
+            [round(x, 1) for x in self.settle_ms],
+            report.sent,
+            report.duplicate_count,
+            report.duplicate_causes,
+            report.total_double_ownership_ms,
         )
         SUMMARY.append(result)
         print(f"\n[join/leave] {result}", file=sys.stderr)

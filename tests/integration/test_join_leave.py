@@ -31,14 +31,18 @@ async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
         yield c
 
 
-def scenario(cluster: LocalCluster, tmp_path: Path, **kw: object) -> Scenario:
+def scenario(cluster: LocalCluster, tmp_path: Path, handoff: str, **kw: object) -> Scenario:
     (tmp_path / "traces").mkdir(exist_ok=True)
-    return Scenario(cluster, tmp_path / "traces", TOPIC, **kw)  # type: ignore[arg-type]
+    return Scenario(cluster, tmp_path / "traces", TOPIC, handoff=handoff, **kw)  # type: ignore[arg-type]
 
 
+HANDOFF = pytest.mark.parametrize("handoff", ["classic", "fenced"])
+
+
+@HANDOFF
 @pytest.mark.parametrize("n", [2, 4])
-async def test_static_balance(cluster: LocalCluster, tmp_path: Path, n: int) -> None:
-    async with scenario(cluster, tmp_path) as s:
+async def test_static_balance(cluster: LocalCluster, tmp_path: Path, n: int, handoff: str) -> None:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         for i in range(n):
             await s.join(f"c{i}")
@@ -47,9 +51,12 @@ async def test_static_balance(cluster: LocalCluster, tmp_path: Path, n: int) -> 
         s.record(f"static balance, {n} consumers", report)
 
 
+@HANDOFF
 @pytest.mark.parametrize("joiners", [1, 2])
-async def test_consumers_join_mid_stream(cluster: LocalCluster, tmp_path: Path, joiners: int) -> None:
-    async with scenario(cluster, tmp_path) as s:
+async def test_consumers_join_mid_stream(
+    cluster: LocalCluster, tmp_path: Path, joiners: int, handoff: str
+) -> None:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         await s.join("c0")
         await s.join("c1")
@@ -62,8 +69,9 @@ async def test_consumers_join_mid_stream(cluster: LocalCluster, tmp_path: Path, 
         s.record(f"{joiners} joining mid-stream", report)
 
 
-async def test_graceful_leave(cluster: LocalCluster, tmp_path: Path) -> None:
-    async with scenario(cluster, tmp_path) as s:
+@HANDOFF
+async def test_graceful_leave(cluster: LocalCluster, tmp_path: Path, handoff: str) -> None:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         for i in range(3):
             await s.join(f"c{i}")
@@ -75,24 +83,31 @@ async def test_graceful_leave(cluster: LocalCluster, tmp_path: Path) -> None:
         s.record("graceful leave", report)
 
 
-async def test_crash_of_a_consumer_process(cluster: LocalCluster, tmp_path: Path) -> None:
+@HANDOFF
+async def test_crash_of_a_consumer_process(
+    cluster: LocalCluster, tmp_path: Path, handoff: str
+) -> None:
     """kill -9: the stream closes, the broker notifies the group at once, survivors take over."""
-    async with scenario(cluster, tmp_path) as s:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         await s.join("c0")
         await s.join_process("victim")
         await s.settle()
         await asyncio.sleep(0.5)
+        victim = s.processes["victim"].client_id
         await s.crash_process("victim")
         await s.settle()
         report = await s.all_consumed()
         assert report.crashed_clients, "the checker sees the crash"
         assert set(report.duplicate_causes) <= {"crash"}
+        if handoff == "fenced":
+            assert report.duplicate_count <= s.uncommitted_by(victim)
         s.record("crash (kill -9 of a consumer process)", report)
 
 
-async def test_join_then_leave(cluster: LocalCluster, tmp_path: Path) -> None:
-    async with scenario(cluster, tmp_path) as s:
+@HANDOFF
+async def test_join_then_leave(cluster: LocalCluster, tmp_path: Path, handoff: str) -> None:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         await s.join("c0")
         await s.join("c1")
@@ -106,9 +121,12 @@ async def test_join_then_leave(cluster: LocalCluster, tmp_path: Path) -> None:
         s.record("join then leave", report)
 
 
-async def test_more_consumers_than_queues(cluster: LocalCluster, tmp_path: Path) -> None:
+@HANDOFF
+async def test_more_consumers_than_queues(
+    cluster: LocalCluster, tmp_path: Path, handoff: str
+) -> None:
     await create_topic(cluster, "FewQueues", queues=1)  # 3 queues over 3 brokers
-    s = Scenario(cluster, tmp_path, "FewQueues", group="few")
+    s = Scenario(cluster, tmp_path, "FewQueues", group="few", handoff=handoff)
     async with s:
         s.start_producing()
         for i in range(5):
@@ -120,11 +138,12 @@ async def test_more_consumers_than_queues(cluster: LocalCluster, tmp_path: Path)
         s.record("more consumers (5) than queues (3)", report)
 
 
+@HANDOFF
 async def test_two_instances_with_the_same_client_id_are_detected(
-    cluster: LocalCluster, tmp_path: Path
+    cluster: LocalCluster, tmp_path: Path, handoff: str
 ) -> None:
     """Both compute the same share, so some queues go unconsumed: detect it and warn loudly."""
-    async with scenario(cluster, tmp_path) as s:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         first = await s.join_process("first", instance_name="twin")
         second = await s.join_process("second", instance_name="twin")
@@ -145,8 +164,11 @@ async def test_two_instances_with_the_same_client_id_are_detected(
         s.record("two instances with the same client id", report)
 
 
-async def test_broker_restarted_mid_consumption(cluster: LocalCluster, tmp_path: Path) -> None:
-    async with scenario(cluster, tmp_path) as s:
+@HANDOFF
+async def test_broker_restarted_mid_consumption(
+    cluster: LocalCluster, tmp_path: Path, handoff: str
+) -> None:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         await s.join("c0")
         await s.join("c1")
@@ -158,8 +180,11 @@ async def test_broker_restarted_mid_consumption(cluster: LocalCluster, tmp_path:
         s.record("broker restarted mid-consumption", report)
 
 
-async def test_name_server_down_for_a_while(cluster: LocalCluster, tmp_path: Path) -> None:
-    async with scenario(cluster, tmp_path) as s:
+@HANDOFF
+async def test_name_server_down_for_a_while(
+    cluster: LocalCluster, tmp_path: Path, handoff: str
+) -> None:
+    async with scenario(cluster, tmp_path, handoff) as s:
         s.start_producing()
         await s.join("c0")
         await s.join("c1")
@@ -187,11 +212,14 @@ async def test_name_server_down_for_a_while(cluster: LocalCluster, tmp_path: Pat
         s.record("name server down for a while", report)
 
 
-async def test_notifications_switched_off_still_converge(tmp_path: Path) -> None:
+@HANDOFF
+async def test_notifications_switched_off_still_converge(tmp_path: Path, handoff: str) -> None:
     overrides = {**FAST, "notify_consumer_ids_changed_enable": False}
     async with LocalCluster(tmp_path / "cluster", brokers=3, broker_overrides=overrides) as cluster:
         await create_topic(cluster, TOPIC, queues=8)
-        s = scenario(cluster, tmp_path, client_config=ClientConfig(rebalance_wait_interval_ms=1_000))
+        s = scenario(
+            cluster, tmp_path, handoff, client_config=ClientConfig(rebalance_wait_interval_ms=1_000)
+        )
         async with s:
             s.start_producing()
             await s.join("c0")

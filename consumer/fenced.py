@@ -1,0 +1,142 @@
+"""The fenced handoff, client side (ours, opt-in with ``handoff="fenced"``).
+
+Classic RocketMQ lets a new owner pull a queue before the old owner has stopped and committed,
+so messages repeat (seed 001). Fenced, a consumer holds a queue only under a broker grant with
+an epoch (the generalisation of RocketMQ's LOCK_BATCH_MQ):
+
+- **acquire** before the first pull: the grant gives the epoch and the committed offset, where
+  the pull starts; a queue still held by its previous owner is not granted, so the group is
+  "unbalanced" and retries (every second, and at once when the broker pushes QueueReleased);
+- **release** on a rebalance that takes the queue away: stop pulling, let the consumption in
+  flight finish (bounded by ``handoff_drain_timeout_ms``), then release with the final offset,
+  which the broker commits atomically with the release;
+- pulls and commits carry the epoch; a refused one (QUEUE_FENCED) drops the queue at once.
+
+A crash releases the grants when the broker sees the channel close; the next owner starts at
+the last committed offset, so only the crashed consumer's uncommitted messages repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Protocol
+
+import structlog
+
+from aiorocketmq.trace import tracer
+from protocol.errors import MQError
+from protocol.message_queue import MessageQueue
+from protocol.v1 import broker_pb2
+
+__all__ = ["FencedHandoff"]
+
+log = structlog.get_logger("consumer.fenced")
+
+
+class _Client(Protocol):
+    client_id: str
+
+    async def channel_id_for(self, broker_name: str) -> str | None: ...
+    async def invoke_broker(
+        self, broker_name: str, method: str, request: object, timeout: float | None = None
+    ) -> object: ...
+
+
+class FencedHandoff:
+    """Acquire and release grants for one group, one request per broker."""
+
+    def __init__(self, client: _Client, group: str) -> None:
+        self.client = client
+        self.group = group
+
+    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
+        """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent."""
+        by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
+        for mq in mqs:
+            by_broker[mq.broker_name].append(mq)
+        results = await asyncio.gather(*(self._acquire_one(b, q) for b, q in by_broker.items()))
+        granted: dict[MessageQueue, tuple[int, int]] = {}
+        for part in results:
+            granted.update(part)
+        return granted
+
+    async def _acquire_one(
+        self, broker_name: str, mqs: list[MessageQueue]
+    ) -> dict[MessageQueue, tuple[int, int]]:
+        channel_id = await self.client.channel_id_for(broker_name)
+        if channel_id is None:
+            return {}
+        request = broker_pb2.AcquireQueuesRequest(
+            consumer_group=self.group,
+            client_id=self.client.client_id,
+            channel_id=channel_id,
+            mq_set=[mq.to_proto() for mq in mqs],
+        )
+        try:
+            response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
+        except MQError as e:
+            log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
+            return {}
+        assert isinstance(response, broker_pb2.AcquireQueuesResponse)
+        granted = {}
+        for g in response.granted:
+            mq = MessageQueue.from_proto(g.message_queue)
+            granted[mq] = (g.epoch, g.committed_offset)
+            tracer.record(
+                "queue_acquired",
+                group=self.group,
+                client_id=self.client.client_id,
+                mq=str(mq),
+                epoch=g.epoch,
+                offset=g.committed_offset,
+            )
+        for d in response.denied:
+            log.debug(
+                "queue still held by its previous owner",
+                group=self.group,
+                mq=str(MessageQueue.from_proto(d.message_queue)),
+                holder=d.holder_client_id,
+                epoch=d.epoch,
+            )
+        return granted
+
+    async def release(self, items: list[tuple[MessageQueue, int, int]]) -> set[MessageQueue]:
+        """Release (queue, epoch, final offset) grants; the queues the brokers released."""
+        by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
+        for item in items:
+            by_broker[item[0].broker_name].append(item)
+        results = await asyncio.gather(*(self._release_one(b, i) for b, i in by_broker.items()))
+        released: set[MessageQueue] = set()
+        for part in results:
+            released |= part
+        return released
+
+    async def _release_one(
+        self, broker_name: str, items: list[tuple[MessageQueue, int, int]]
+    ) -> set[MessageQueue]:
+        request = broker_pb2.ReleaseQueuesRequest(
+            consumer_group=self.group, client_id=self.client.client_id
+        )
+        for mq, epoch, final_offset in items:
+            request.releases.add(
+                message_queue=mq.to_proto(), epoch=epoch, final_offset=final_offset
+            )
+        try:
+            response = await self.client.invoke_broker(broker_name, "ReleaseQueues", request)
+        except MQError as e:
+            log.warning("release queues failed", group=self.group, broker=broker_name, error=str(e))
+            return set()
+        assert isinstance(response, broker_pb2.ReleaseQueuesResponse)
+        released = {MessageQueue.from_proto(m) for m in response.released}
+        for mq, epoch, final_offset in items:
+            if mq in released:
+                tracer.record(
+                    "queue_released",
+                    group=self.group,
+                    client_id=self.client.client_id,
+                    mq=str(mq),
+                    epoch=epoch,
+                    offset=final_offset,
+                )
+        return released
