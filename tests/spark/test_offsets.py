@@ -1,0 +1,194 @@
+"""The data source's pure parts: offsets JSON, options, ranges, rate limits, data loss."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import pickle
+
+import pytest
+
+from pipeline.client import SyncClient
+from pipeline.offsets import (
+    OffsetRange,
+    QueueStats,
+    data_loss,
+    offsets_from_json,
+    offsets_to_json,
+    parse_offsets_option,
+    plan_ranges,
+    rate_limit,
+    resolve_offsets,
+)
+from pipeline.options import ReadOptions, WriteOptions
+
+A0 = ("T", "broker-a", 0)
+A1 = ("T", "broker-a", 1)
+B0 = ("T", "broker-b", 0)
+B10 = ("T", "broker-b", 10)
+
+
+def test_offsets_json_is_three_levels_sorted_and_round_trips() -> None:
+    offsets = {B10: 5, A1: 7, B0: 1, ("S", "broker-a", 0): 0, A0: 3}
+    data = offsets_to_json(offsets)
+    assert json.dumps(data) == (
+        '{"S": {"broker-a": {"0": 0}}, "T": {"broker-a": {"0": 3, "1": 7}, '
+        '"broker-b": {"0": 1, "10": 5}}}'
+    )
+    assert offsets_from_json(json.loads(json.dumps(data))) == offsets
+    # The same offsets in another order are the same text (Spark compares offsets as JSON).
+    assert json.dumps(offsets_to_json(dict(reversed(list(offsets.items()))))) == json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ([1], "expected a JSON object"),
+        ({"T": 1}, "must map broker names"),
+        ({"T": {"b": 1}}, "must map queue ids"),
+        ({"T": {"b": {"x": 1}}}, "queue id 'x'"),
+        ({"T": {"b": {"0": -3}}}, "offset -3"),
+        ({"T": {"b": {"0": "5"}}}, "offset '5'"),
+        ({"T": {"b": {"0": True}}}, "offset True"),
+    ],
+)
+def test_bad_offsets_json_names_the_problem(data: object, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        offsets_from_json(data)
+
+
+def test_offsets_option_words_json_and_refusals() -> None:
+    assert parse_offsets_option(None, option="startingOffsets", default="earliest") == "earliest"
+    assert parse_offsets_option(" LATEST ", option="x", default="earliest") == "latest"
+    assert parse_offsets_option('{"T": {"broker-a": {"0": -2}}}', option="x", default="latest") == {
+        A0: -2
+    }
+    with pytest.raises(ValueError, match="startingOffsets: 'latest' is not allowed"):
+        parse_offsets_option(
+            "latest", option="startingOffsets", default="earliest", allow_latest=False
+        )
+    with pytest.raises(ValueError, match="-2 \\(earliest\\) is not allowed"):
+        parse_offsets_option(
+            '{"T": {"broker-a": {"0": -2}}}',
+            option="endingOffsets",
+            default="latest",
+            allow_earliest=False,
+        )
+    with pytest.raises(ValueError, match="endingOffsets: expected 'earliest', 'latest' or JSON"):
+        parse_offsets_option("soon", option="endingOffsets", default="latest")
+
+
+def test_resolve_offsets_fills_words_sentinels_and_defaults() -> None:
+    stats = {A0: QueueStats(2, 10), A1: QueueStats(0, 4), B0: QueueStats(5, 5)}
+    assert resolve_offsets("earliest", stats, default="latest") == {A0: 2, A1: 0, B0: 5}
+    assert resolve_offsets("latest", stats, default="earliest") == {A0: 10, A1: 4, B0: 5}
+    spec = {A0: 7, A1: -1}
+    assert resolve_offsets(spec, stats, default="earliest") == {A0: 7, A1: 4, B0: 5}
+    assert resolve_offsets({A0: -2}, stats, default="latest") == {A0: 2, A1: 4, B0: 5}
+    with pytest.raises(ValueError, match="T/broker-c/0"):
+        resolve_offsets({("T", "broker-c", 0): 1}, stats, default="latest")
+
+
+def test_plan_ranges_one_per_queue_with_data() -> None:
+    ranges = plan_ranges({A0: 2, A1: 4, B0: 0}, {A0: 10, A1: 4, B0: 3})
+    assert ranges == [OffsetRange("T", "broker-a", 0, 2, 10), OffsetRange("T", "broker-b", 0, 0, 3)]
+    # A queue of the end that the start lacks is read from 0.
+    assert plan_ranges({}, {A0: 2}) == [OffsetRange("T", "broker-a", 0, 0, 2)]
+
+
+def test_min_partitions_splits_ranges_in_proportion_and_covers_them_exactly() -> None:
+    start = {A0: 0, A1: 100, B0: 0}
+    end = {A0: 900, A1: 190, B0: 10}
+    ranges = plan_ranges(start, end, min_partitions=10)
+    assert len(ranges) == 11
+    by_queue: dict[tuple[str, str, int], list[OffsetRange]] = {}
+    for r in ranges:
+        by_queue.setdefault(r.key, []).append(r)
+    assert len(by_queue[A0]) == 9 and len(by_queue[A1]) == 1 and len(by_queue[B0]) == 1
+    for key, parts in by_queue.items():
+        assert parts[0].start == start[key] and parts[-1].end == end[key]
+        assert all(a.end == b.start for a, b in itertools.pairwise(parts))
+    # Equal ranges: at least the partitions asked for.
+    even = {("T", "b", i): 30 for i in range(8)}
+    assert len(plan_ranges({}, even, min_partitions=20)) == 20
+    # Fewer partitions asked than queues: nothing is split.
+    assert len(plan_ranges(start, end, min_partitions=2)) == 3
+
+
+def test_max_records_per_partition_caps_every_range() -> None:
+    ranges = plan_ranges({A0: 0}, {A0: 1001}, max_records_per_partition=250)
+    assert [r.size for r in ranges] == [201, 200, 200, 200, 200]
+
+
+def test_rate_limit_shares_by_backlog_and_adds_up_exactly() -> None:
+    start = {A0: 0, A1: 0, B0: 50}
+    latest = {A0: 60, A1: 30, B0: 60}
+    capped = rate_limit(start, latest, 10)
+    advanced = {k: capped[k] - start[k] for k in start}
+    assert sum(advanced.values()) == 10
+    assert advanced[A0] >= advanced[A1] >= advanced[B0]
+    assert all(start[k] <= capped[k] <= latest[k] for k in start)
+    # Under the limit: everything.
+    assert rate_limit(start, latest, 1000) == latest
+    # Many small queues, a small limit: still exactly the limit (Kafka's rounding overshoots).
+    many = {("T", "b", i): 5 for i in range(20)}
+    out = rate_limit({}, many, 7)
+    assert sum(out.values()) == 7
+    # A limit below 1 still advances.
+    assert sum(rate_limit({}, {A0: 5}, 0).values()) == 1
+
+
+def test_data_loss_reports_deleted_and_reset_offsets_only() -> None:
+    stats = {A0: QueueStats(10, 20), A1: QueueStats(0, 5), B0: QueueStats(0, 3)}
+    problems = data_loss({A0: 4, A1: 5, B0: 9, B10: 1}, stats)
+    assert len(problems) == 2
+    assert "T/broker-a/0: offsets 4..9 were deleted" in problems[0]
+    assert "T/broker-b/0: the checkpoint expects offset 9 but the queue ends at 3" in problems[1]
+
+
+def test_read_options_parse_case_insensitively_and_name_bad_values() -> None:
+    opts = ReadOptions.parse(
+        {
+            "nameServer": "127.0.0.1:9876",
+            "TOPIC": "A, B",
+            "subexpression": "TagA || TagB",
+            "minPartitions": "8",
+            "maxOffsetsPerTrigger": "100",
+            "failOnDataLoss": "FALSE",
+            "group": "g1",
+        }
+    )
+    assert opts.topics == ("A", "B") and opts.sub_expression == "TagA || TagB"
+    assert opts.min_partitions == 8 and opts.max_offsets_per_trigger == 100
+    assert opts.fail_on_data_loss is False and opts.pull_group == "g1"
+    for options, fragment in [
+        ({"topic": "A"}, "nameServer is required"),
+        ({"nameserver": "x:1"}, "topic is required"),
+        ({"nameserver": "x:1", "topic": "A,A"}, "names a topic twice"),
+        ({"nameserver": "x:1", "topic": "bad topic"}, "option topic"),
+        (
+            {"nameserver": "x:1", "topic": "A", "minPartitions": "many"},
+            "minPartitions must be an integer",
+        ),
+        ({"nameserver": "x:1", "topic": "A", "maxOffsetsPerTrigger": "0"}, "must be >= 1"),
+        ({"nameserver": "x:1", "topic": "A", "failOnDataLoss": "maybe"}, "true or false"),
+        ({"nameserver": "x:1", "topic": "A", "pullBatchSize": "5000"}, "<= 1024"),
+        ({"nameserver": "x:1", "topic": "A", "group": "g g"}, "option group"),
+    ]:
+        with pytest.raises(ValueError, match=fragment):
+            ReadOptions.parse(options)
+
+
+def test_write_options() -> None:
+    opts = WriteOptions.parse({"namesrvAddr": "h:1", "topic": "Out", "batchSize": "10"})
+    assert (opts.namesrv, opts.topic, opts.batch_size) == ("h:1", "Out", 10)
+    with pytest.raises(ValueError, match="producerGroup"):
+        WriteOptions.parse({"nameserver": "h:1", "producerGroup": "no spaces"})
+
+
+def test_client_pickles_to_its_settings_only() -> None:
+    client = SyncClient("127.0.0.1:1;127.0.0.1:2", timeout=2.5)
+    client._routes["T"] = (0.0, None)  # type: ignore[assignment]
+    copy = pickle.loads(pickle.dumps(client))
+    assert copy.namesrv_addrs == ["127.0.0.1:1", "127.0.0.1:2"] and copy.timeout == 2.5
+    assert copy._routes == {}
