@@ -4,11 +4,13 @@ Starts a name server, a broker (ASYNC_FLUSH, the default) and an echo server
 (``bench.echo_server``) as separate processes, then measures, with the same batch (100 bodies of
 256 bytes) and the same concurrency (8 callers, one call in flight each):
 
-- **produce**: SendMessage over raw stubs, and ``Producer.send_batch`` (route, queue selection,
-  ``Message`` to proto conversion included), in messages per second;
+- **produce**: SendMessage over raw stubs (asking for the compact result: one answer per
+  batch), and ``Producer.send_batch`` (route, queue selection, ``Message`` to proto conversion
+  included), in messages per second;
 - **pull**: every message just produced is pulled back, queue by queue (one puller per queue),
   with RocketMQ's default ``max_msg_nums`` of 32 and with 1024 (the broker's
-  ``max_pull_msg_nums`` cap);
+  ``max_pull_msg_nums`` cap), as raw records (``raw_records``) that this process decodes into
+  ``MessageExt`` with ``protocol.record.decode_records``;
 - **end to end**: messages produced then pulled back / (produce time + pull time);
 - **echo**: the same request bytes, echoed unchanged by a grpc.aio server with a generic
   handler: what gRPC alone costs per message (the baseline); and echoed after parsing them as a
@@ -17,9 +19,10 @@ Starts a name server, a broker (ASYNC_FLUSH, the default) and an echo server
 
 Each timed phase also reports the server process's CPU time per message (from ``/proc``, on
 Linux), which says where the time goes better than the wall clock on a shared machine. Rates
-vary run to run: compare within one run.
+vary run to run: compare within one run. ``--legacy`` adds the wire's older paths for
+comparison: sends answered with one result per message, pulls answered with decoded messages.
 
-``python -m bench.throughput [--duration S] [--senders N] [--batch N] [--body-size B]``
+``python -m bench.throughput [--duration S] [--senders N] [--batch N] [--body-size B] [--legacy]``
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from bench.echo_server import ECHO_METHOD, ECHO_SEND_METHOD
 from producer import Producer
 from protocol.errors import MQError
 from protocol.message import Message
+from protocol.record import decode_records
 from protocol.rpc import insecure_channel
 from protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
@@ -183,27 +187,38 @@ def make_bodies(batch: int, body_size: int) -> list[bytes]:
     return [os.urandom(body_size) for _ in range(batch)]
 
 
-def send_request(topic: str, queue_id: int, bodies: list[bytes]) -> broker_pb2.SendMessageRequest:
+def send_request(
+    topic: str, queue_id: int, bodies: list[bytes], *, compact: bool = True
+) -> broker_pb2.SendMessageRequest:
     return broker_pb2.SendMessageRequest(
         producer_group="bench-pg",
         topic=topic,
         queue_id=queue_id,
         messages=[common_pb2.Message(topic=topic, body=b) for b in bodies],
         born_host="127.0.0.1:0",
+        compact_result=compact,
     )
 
 
 async def produce_raw(
-    stub: Any, topic: str, queues: int, senders: int, bodies: list[bytes], duration: float
+    stub: Any,
+    topic: str,
+    queues: int,
+    senders: int,
+    bodies: list[bytes],
+    duration: float,
+    *,
+    compact: bool = True,
 ) -> int:
     """SendMessage over the stub, each sender cycling over the queues."""
-    requests = [send_request(topic, q, bodies) for q in range(queues)]
+    requests = [send_request(topic, q, bodies, compact=compact) for q in range(queues)]
 
     async def send_one(sender: int, i: int) -> int:
         response = await stub.SendMessage(requests[i % queues], timeout=30)
-        if response.send_status != broker_pb2.SEND_OK or len(response.results) != len(bodies):
+        stored = len(response.commit_log_offsets) if compact else len(response.results)
+        if response.send_status != broker_pb2.SEND_OK or stored != len(bodies):
             raise RuntimeError(f"unexpected send response: {response.send_status}")
-        return len(response.results)
+        return stored
 
     return await for_duration(senders, duration, send_one)
 
@@ -221,8 +236,13 @@ async def produce_with_producer(
     return await for_duration(senders, duration, send_one)
 
 
-async def pull_all(stub: Any, topic: str, max_offsets: dict[int, int], max_nums: int) -> int:
-    """Pull every queue from 0 to its max offset, one puller per queue; how many were pulled."""
+async def pull_all(
+    stub: Any, topic: str, max_offsets: dict[int, int], max_nums: int, *, raw: bool = True
+) -> int:
+    """Pull every queue from 0 to its max offset, one puller per queue; how many were pulled.
+
+    ``raw``: ask for the records and decode them here (into ``MessageExt``, as a consumer).
+    """
 
     async def pull_queue(queue_id: int, end: int) -> int:
         offset, pulled = 0, 0
@@ -236,12 +256,16 @@ async def pull_all(stub: Any, topic: str, max_offsets: dict[int, int], max_nums:
                     max_msg_nums=max_nums,
                     has_subscription=True,
                     sub_expression="*",
+                    raw_records=raw,
                 ),
                 timeout=30,
             )
             if response.status != broker_pb2.FOUND:
                 raise RuntimeError(f"pull of queue {queue_id} at {offset}: {response.status}")
-            pulled += len(response.messages)
+            if raw:
+                pulled += len(decode_records(response.records, response.broker_name))
+            else:
+                pulled += len(response.messages)
             offset = response.next_begin_offset
         return pulled
 
@@ -311,6 +335,7 @@ class Results:
     pull_default: Figure
     pull_large: Figure
     produce_producer: Figure
+    legacy: list[Figure]  # with --legacy: the wire's older paths, for comparison
 
     def end_to_end(self, pull: Figure) -> Figure:
         return Figure(
@@ -428,6 +453,19 @@ async def measure(args: argparse.Namespace, work_dir: Path) -> Results:
                 if figure.messages != raw.messages:
                     raise RuntimeError(f"pulled {figure.messages} of {raw.messages}")
                 pulls.append(figure)
+            legacy = []
+            if args.legacy:  # the same pulls answered with decoded messages
+                for max_nums in (PULL_DEFAULT, PULL_LARGE):
+                    figure = await timed(
+                        f"pull {max_nums}, messages (legacy)",
+                        broker,
+                        functools.partial(
+                            pull_all, stub, TOPIC_RAW, max_offsets, max_nums, raw=False
+                        ),
+                    )
+                    if figure.messages != raw.messages:
+                        raise RuntimeError(f"pulled {figure.messages} of {raw.messages}")
+                    legacy.append(figure)
 
             # (a) produce through the Producer (routes from the name server).
             ns.check_alive()
@@ -445,11 +483,28 @@ async def measure(args: argparse.Namespace, work_dir: Path) -> Results:
                     producer, TOPIC_PRODUCER, args.senders, bodies, args.duration
                 ),
             )
+            if args.legacy:  # sends answered with one result per message
+                legacy.insert(
+                    0,
+                    await timed(
+                        "produce, per-message results (legacy)",
+                        broker,
+                        lambda: produce_raw(
+                            stub,
+                            TOPIC_PRODUCER,
+                            args.queues,
+                            args.senders,
+                            bodies,
+                            args.duration,
+                            compact=False,
+                        ),
+                    ),
+                )
         finally:
             await producer.shutdown()
             await broker_channel.close()
             await echo_channel.close()
-    return Results(echo_figure, echo_protobuf, raw, pulls[0], pulls[1], with_producer)
+    return Results(echo_figure, echo_protobuf, raw, pulls[0], pulls[1], with_producer, legacy)
 
 
 async def routed(producer: Producer, topic: str, queues: int) -> bool:
@@ -491,6 +546,7 @@ def report(results: Results, args: argparse.Namespace) -> str:
         results.pull_large,
         e2e_default,
         e2e_large,
+        *results.legacy,
     ):
         lines.append(_row(f))
     lines.append("")
@@ -500,6 +556,12 @@ def report(results: Results, args: argparse.Namespace) -> str:
         verdict = "meets" if ratio >= TARGET_RATIO else "BELOW"
         lines.append(
             f"{f.name}: {ratio:6.1%} of the echo baseline ({verdict} the {TARGET_RATIO:.0%} target)"
+        )
+    echo_cpu = results.echo.server_cpu
+    if echo_cpu is not None and echo_cpu < 0.9 * results.echo.seconds:
+        lines.append(
+            f"(the echo server had {echo_cpu / results.echo.seconds:.0%} of a core: the machine "
+            "was busy, the baseline is low and these ratios are too high; run again)"
         )
     lines.append(
         "(srv = the server process of the phase: echo server or broker; cli = this process)"
@@ -515,6 +577,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=100, help="messages per call")
     p.add_argument("--body-size", type=int, default=256, help="bytes per message body")
     p.add_argument("--queues", type=int, default=8, help="queues of the benchmark topics")
+    p.add_argument(
+        "--legacy",
+        action="store_true",
+        help="also time the older wire paths (per-message send results, decoded pulls)",
+    )
     args = p.parse_args(argv)
     for name in ("duration", "senders", "batch", "body_size", "queues"):
         if getattr(args, name) <= 0:
