@@ -13,7 +13,7 @@ Rules
 * **Strategies do not sort.** The caller (``RebalanceImpl``) passes ``mq_all`` sorted by
   ``MessageQueue`` order and ``cid_all`` sorted as strings, as RocketMQ does; the index-based
   strategies (``AVG``, ``AVG_BY_CIRCLE``, ``MACHINE_ROOM``) depend on that order.
-  (``CONSISTENT_HASH_BOUNDED`` happens not to: it orders by ring position.)
+  (``CONSISTENT_HASH_BOUNDED`` happens not to: it orders by hash weight.)
 * **This module does no I/O** and knows nothing of brokers or asyncio; it is tested with plain
   calls.
 
@@ -38,8 +38,9 @@ one). Then each strategy splits the queues:
 ``AVG_BY_CIRCLE``           round robin: queue ``i`` goes to consumer ``i % c``
 ``CONSISTENT_HASH``         a hash ring of ``virtual_node_cnt`` points per consumer; a queue
                             goes to the first point clockwise from the hash of ``str(mq)``
-``CONSISTENT_HASH_BOUNDED`` ours: the same ring, but a consumer at capacity
-                            ``ceil((1 + epsilon) * n / c)`` is skipped (bounded loads)
+``CONSISTENT_HASH_BOUNDED`` ours: rendezvous hashing (a queue goes to the consumer of
+                            highest ``hash(str(mq) + "|" + cid)``), but a consumer at
+                            capacity ``ceil((1 + epsilon) * n / c)`` is skipped
 ``CONFIG``                  a fixed list of queues, whatever the inputs
 ``MACHINE_ROOM``            only queues of brokers named ``<idc>@<name>`` whose idc is
                             listed; block plus remainder
@@ -82,6 +83,7 @@ __all__ = [
     "HashFunction",
     "MachineRoomResolver",
     "md5_hash",
+    "md5_hash64",
     "strategy_by_name",
 ]
 
@@ -261,29 +263,40 @@ class AllocateMessageQueueConsistentHash:
         return result
 
 
-class AllocateMessageQueueConsistentHashBounded:
-    """``CONSISTENT_HASH_BOUNDED`` (ours): consistent hashing with bounded loads.
+def md5_hash64(key: str) -> int:
+    """The first 8 bytes of MD5(UTF-8), big-endian unsigned: the weights of rendezvous hashing."""
+    return int.from_bytes(hashlib.md5(key.encode("utf-8")).digest()[:8], "big")
 
-    Not in RocketMQ. The algorithm of Mirrokni, Thorup and Zadimoghaddam, "Consistent Hashing
-    with Bounded Loads" (2018): the ring of ``CONSISTENT_HASH``, and a capacity of
-    ``ceil((1 + epsilon) * n / c)`` queues per consumer. Queues are placed one at a time in
-    ring order (by the hash of ``str(mq)``, then by ``MessageQueue`` order); each goes to the
-    first consumer clockwise from its point whose load is below capacity. As ``c`` times the
+
+class AllocateMessageQueueConsistentHashBounded:
+    """``CONSISTENT_HASH_BOUNDED`` (ours): rendezvous hashing with bounded loads.
+
+    Not in RocketMQ. Rendezvous (highest-random-weight) hashing, Thaler and Ravishankar (1998):
+    every pair of a queue and a consumer has a weight, ``hash_function(str(mq) + "|" + cid)``,
+    and a queue goes to the consumer that weighs most for it. Bounded loads, after Mirrokni,
+    Thorup and Zadimoghaddam, "Consistent Hashing with Bounded Loads" (2018): each consumer
+    holds at most ``ceil((1 + epsilon) * n / c)`` queues. The pairs are taken heaviest first;
+    a pair assigns its queue to its consumer unless the queue already has an owner or the
+    consumer is full. So each queue gets the heaviest consumer that still had room when its
+    turn came, and the result is the stable matching of queues and consumers: no queue and
+    consumer would both rather have each other than what they hold. As ``c`` times the
     capacity is at least ``n``, every queue finds a place.
 
     What it gives: every consumer holds at most the capacity (no consumer gets the long arc of
-    plain consistent hashing), and a join or a leave moves few queues: about ``n / (c + 1)``
-    plus the cascade of queues that overflow into a neighbour, 1.1 to 1.5 times the ideal in
-    our measurements. The exception is a change of ``c`` that steps a small capacity (4 to 6
-    queues) up by one: every full consumer then takes back a queue it had overflowed, and a
-    leave can move 3 to 5 times the ideal. A larger ``epsilon`` trades balance for stability
-    (``docs/allocation.md`` has the figures). Each consumer computes the whole assignment and
-    keeps its own share.
+    plain consistent hashing), and a join or a leave moves few queues: the ``n / (c + 1)`` the
+    joiner takes or the leaver hands over, plus the few that a consumer with new room takes
+    back from an overflow, 1.1 to 1.3 times that ideal in our measurements. The exception is a
+    change of ``c`` that steps a small capacity (4 to 6 queues) up by one, as a leave from 32
+    to 31 consumers of 128 queues does (5 to 6): every full consumer then takes back a queue it
+    had overflowed, about 3 times the ideal. ``docs/allocation.md`` has the figures. Each
+    consumer computes the whole assignment and keeps its own share.
 
-    Where it differs from ``CONSISTENT_HASH``: points are kept in ``(point, cid, index)``
-    order, so a hash collision keeps both points instead of the later one overwriting the
-    earlier; the result is a function of the *sets* of queues and consumers, whatever the order
-    of ``mq_all`` and ``cid_all``. ``virtual_node_cnt`` must be at least 1.
+    The default weight is :func:`md5_hash64` (64 bits, so that ties are rare); equal weights
+    are ordered by consumer id, then by queue. The result is a function of the *sets* of queues
+    and consumers, whatever the order of ``mq_all`` and ``cid_all``.
+
+    ``virtual_node_cnt`` is accepted for compatibility with the ring-based version of this
+    strategy and ignored: rendezvous hashing has no ring and no virtual nodes.
     """
 
     name = "CONSISTENT_HASH_BOUNDED"
@@ -294,13 +307,12 @@ class AllocateMessageQueueConsistentHashBounded:
         epsilon: float = 0.25,
         hash_function: HashFunction | None = None,
     ):
-        if virtual_node_cnt < 1:
-            raise ValueError(f"illegal virtualNodeCnt :{virtual_node_cnt}")
         if not epsilon >= 0:  # also refuses NaN
             raise ValueError(f"illegal epsilon :{epsilon}")
-        self.virtual_node_cnt = virtual_node_cnt
         self.epsilon = epsilon
-        self.hash_function: HashFunction = hash_function if hash_function is not None else md5_hash
+        self.hash_function: HashFunction = (
+            hash_function if hash_function is not None else md5_hash64
+        )
 
     def capacity(self, queue_count: int, consumer_count: int) -> int:
         """The most queues one consumer may hold: ``ceil((1 + epsilon) * n / c)``."""
@@ -328,13 +340,7 @@ class AllocateMessageQueueConsistentHashBounded:
             else _bounded_assignment.__wrapped__
         )
         return dict(
-            compute(
-                frozenset(mq_all),
-                frozenset(cid_all),
-                self.virtual_node_cnt,
-                self.epsilon,
-                self.hash_function,
-            )
+            compute(frozenset(mq_all), frozenset(cid_all), self.epsilon, self.hash_function)
         )
 
 
@@ -347,29 +353,28 @@ def _capacity(queue_count: int, consumer_count: int, epsilon: float) -> int:
 def _bounded_assignment(
     mqs: frozenset[MessageQueue],
     cids: frozenset[str],
-    virtual_node_cnt: int,
     epsilon: float,
     hash_function: HashFunction,
 ) -> tuple[tuple[MessageQueue, str], ...]:
-    """The bounded-load assignment; cached because each consumer asks for the same one."""
-    ring = sorted(
-        (hash_function(f"{cid}-{i}"), cid, i) for cid in cids for i in range(virtual_node_cnt)
-    )
-    points = [p for p, _, _ in ring]
+    """The bounded-load assignment, in queue order; cached because every consumer asks for it.
+
+    Greedy over the pairs, heaviest first (ties: consumer id, then queue).
+    """
     capacity = _capacity(len(mqs), len(cids), epsilon)
+    pairs = sorted(
+        (-hash_function(key + "|" + cid), cid, mq)
+        for mq, key in ((mq, str(mq)) for mq in mqs)
+        for cid in cids
+    )
     load = dict.fromkeys(cids, 0)
-    placed = sorted((hash_function(str(mq)), mq) for mq in mqs)
-    result = []
-    for point, mq in placed:
-        i = bisect.bisect_left(points, point)
-        while True:  # ends: c * capacity >= n, so some consumer has room
-            owner = ring[i % len(ring)][1]
-            if load[owner] < capacity:
+    owner: dict[MessageQueue, str] = {}
+    for _, cid, mq in pairs:
+        if load[cid] < capacity and mq not in owner:
+            owner[mq] = cid
+            load[cid] += 1
+            if len(owner) == len(mqs):
                 break
-            i += 1
-        load[owner] += 1
-        result.append((mq, owner))
-    return tuple(result)
+    return tuple(sorted(owner.items()))
 
 
 class AllocateMessageQueueByConfig:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from consumer.allocate import (
     AllocateMessageQueueConsistentHashBounded,
     AllocateMessageQueueStrategy,
     md5_hash,
+    md5_hash64,
     strategy_by_name,
 )
 from protocol import MessageQueue
@@ -222,47 +224,94 @@ def test_consistent_hash_virtual_node_count() -> None:
 # -- CONSISTENT_HASH_BOUNDED -------------------------------------------------------------
 
 
+def _bounded_by_table(
+    table: dict[str, int], epsilon: float
+) -> AllocateMessageQueueConsistentHashBounded:
+    """The strategy with the weights of ``table`` (keys ``str(mq) + "|" + cid``)."""
+    return AllocateMessageQueueConsistentHashBounded(
+        epsilon=epsilon, hash_function=table.__getitem__
+    )
+
+
 def test_bounded_parameters() -> None:
     bounded = AllocateMessageQueueConsistentHashBounded()
     assert bounded.name == "CONSISTENT_HASH_BOUNDED"
     assert bounded.epsilon == 0.25
-    assert bounded.virtual_node_cnt >= 100
+    assert bounded.hash_function is md5_hash64
     assert bounded.capacity(128, 32) == 5
     assert bounded.capacity(128, 31) == 6
     assert bounded.capacity(3, 5) == 1
     assert AllocateMessageQueueConsistentHashBounded(epsilon=0.1).capacity(10, 11) == 1  # not 2
-    with pytest.raises(ValueError, match=r"^illegal virtualNodeCnt :0$"):
-        AllocateMessageQueueConsistentHashBounded(0)
+    assert AllocateMessageQueueConsistentHashBounded(epsilon=0.5).epsilon == 0.5
     with pytest.raises(ValueError, match=r"^illegal epsilon :-0.1$"):
         AllocateMessageQueueConsistentHashBounded(epsilon=-0.1)
     with pytest.raises(ValueError, match=r"^illegal epsilon :nan$"):
         AllocateMessageQueueConsistentHashBounded(epsilon=float("nan"))
 
 
-def test_bounded_skips_a_full_consumer_clockwise() -> None:
-    # Every queue hashes just before a's only point; a takes ceil(1.0 * 3 / 2) = 2, b the third.
+def test_bounded_accepts_and_ignores_virtual_node_cnt() -> None:
+    # The ring-based version took (virtual_node_cnt, epsilon, hash_function) positionally.
+    mq_all, cid_all = queues(20), cids(6)
+    expected = AllocateMessageQueueConsistentHashBounded().assignment(mq_all, cid_all)
+    for virtual_node_cnt in (0, 1, 100, 400):
+        bounded = AllocateMessageQueueConsistentHashBounded(virtual_node_cnt, 0.25, md5_hash64)
+        assert bounded.epsilon == 0.25
+        assert bounded.assignment(mq_all, cid_all) == expected
+
+
+def test_md5_hash64_is_the_first_8_bytes_of_md5() -> None:
+    key = "MessageQueue [topic=T, brokerName=b, queueId=0]|10.0.0.1@1"
+    digest = hashlib.md5(key.encode("utf-8")).digest()
+    assert md5_hash64(key) == int.from_bytes(digest[:8], "big")
+    assert md5_hash64(key) >> 32 == md5_hash(key)  # RocketMQ's MD5Hash is the first 4 of them
+    assert md5_hash64("\u00e9") == int.from_bytes(hashlib.md5(b"\xc3\xa9").digest()[:8], "big")
+
+
+def test_bounded_with_room_for_all_is_plain_rendezvous_hashing() -> None:
+    # A capacity of at least n never binds: every queue goes to its heaviest consumer.
+    mq_all, cid_all = queues(16), cids(5)
+    roomy = AllocateMessageQueueConsistentHashBounded(epsilon=5.0)
+    assert roomy.capacity(16, 5) >= 16
+    expected: dict[str, list[MessageQueue]] = {c: [] for c in cid_all}
+    for mq in mq_all:
+        expected[max(cid_all, key=lambda c: md5_hash64(f"{mq}|{c}"))].append(mq)
+    for c in cid_all:
+        assert roomy.allocate(G, c, mq_all, cid_all) == expected[c]
+
+
+def test_bounded_a_full_consumer_keeps_its_heaviest_queues() -> None:
+    # a weighs most for every queue; with capacity ceil(1.0 * 3 / 2) = 2 it keeps the two
+    # queues it weighs most, and b, their second choice, gets the third.
     mq_all = queues(3)
-    table = {"a-0": 100, "b-0": 200} | {str(mq): 90 + mq.queue_id for mq in mq_all}
-    bounded = AllocateMessageQueueConsistentHashBounded(1, 0.0, _table_hash(table))  # type: ignore[arg-type]
+    weights = {"a": [30, 20, 10], "b": [1, 2, 3]}
+    table = {f"{mq}|{c}": w[mq.queue_id] for c, w in weights.items() for mq in mq_all}
+    bounded = _bounded_by_table(table, 0.0)
     assert ids_of(bounded, mq_all, ["a", "b"]) == [[0, 1], [2]]
-    # Plain consistent hashing gives all three to a.
-    plain = AllocateMessageQueueConsistentHash(1, _table_hash(table))  # type: ignore[arg-type]
-    assert ids_of(plain, mq_all, ["a", "b"]) == [[0, 1, 2], []]
+    # The weights decide, not the order of the queues.
+    weights["a"].reverse()
+    table = {f"{mq}|{c}": w[mq.queue_id] for c, w in weights.items() for mq in mq_all}
+    bounded = _bounded_by_table(table, 0.0)
+    assert ids_of(bounded, mq_all, ["a", "b"]) == [[1, 2], [0]]
+    # Without the bound a takes all three.
+    roomy = _bounded_by_table(table, 1.0)
+    assert ids_of(roomy, mq_all, ["a", "b"]) == [[0, 1, 2], []]
 
 
-def test_bounded_keeps_both_points_of_a_collision() -> None:
+def test_bounded_orders_equal_weights_by_consumer_then_queue() -> None:
     mq_all = queues(2)
-    table = {"a-0": 100, "b-0": 100} | {str(mq): 50 for mq in mq_all}
-    bounded = AllocateMessageQueueConsistentHashBounded(1, 0.0, _table_hash(table))  # type: ignore[arg-type]
-    # Ties on the ring are ordered by consumer id: a first, then b once a is full.
+    table = {f"{mq}|{c}": 7 for c in "ab" for mq in mq_all}
+    bounded = _bounded_by_table(table, 0.0)
+    # (a, 0) comes first; then (a, 1), but a is full; then (b, 0), taken; then (b, 1).
     assert ids_of(bounded, mq_all, ["a", "b"]) == [[0], [1]]
     assert ids_of(bounded, mq_all, ["b", "a"]) == [[1], [0]]
+    assert ids_of(bounded, mq_all[::-1], ["b", "a"]) == [[1], [0]]
 
 
 def test_bounded_assignment_is_the_union_of_the_shares() -> None:
     bounded = AllocateMessageQueueConsistentHashBounded()
     mq_all, cid_all = queues(20), cids(6)
     owners = bounded.assignment(mq_all, cid_all)
+    assert set(owners) == set(mq_all)
     for c in cid_all:
         assert bounded.allocate(G, c, mq_all, cid_all) == [mq for mq in mq_all if owners[mq] == c]
 
@@ -492,18 +541,23 @@ def test_unhashable_hash_function_is_computed_without_the_cache() -> None:
     class Unhashable:
         __hash__ = None  # type: ignore[assignment]
 
+        def __init__(self, hash_function: Callable[[str], int]) -> None:
+            self.hash_function = hash_function
+
         def __call__(self, key: str) -> int:
-            return md5_hash(key)
+            return self.hash_function(key)
 
     mq_all, cid_all = queues(10), cids(3)
     for plain, custom in [
         (
             AllocateMessageQueueConsistentHash(),
-            AllocateMessageQueueConsistentHash(10, Unhashable()),
+            AllocateMessageQueueConsistentHash(10, Unhashable(md5_hash)),
         ),
         (
             AllocateMessageQueueConsistentHashBounded(),
-            AllocateMessageQueueConsistentHashBounded(100, 0.25, Unhashable()),
+            AllocateMessageQueueConsistentHashBounded(
+                epsilon=0.25, hash_function=Unhashable(md5_hash64)
+            ),
         ),
     ]:
         assert ids_of(custom, mq_all, cid_all) == ids_of(plain, mq_all, cid_all)

@@ -131,18 +131,49 @@ def test_consistent_hash_a_joiner_only_takes_queues(
     mq_all=message_queues,
     cid_all=client_ids,
     epsilon=st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0]),
-    virtual_node_cnt=st.sampled_from([1, 3, 10, 100]),
 )
 def test_bounded_never_exceeds_capacity(
-    mq_all: list[MessageQueue], cid_all: list[str], epsilon: float, virtual_node_cnt: int
+    mq_all: list[MessageQueue], cid_all: list[str], epsilon: float
 ) -> None:
-    bounded = AllocateMessageQueueConsistentHashBounded(virtual_node_cnt, epsilon)
+    bounded = AllocateMessageQueueConsistentHashBounded(epsilon=epsilon)
     owner = owners(bounded, mq_all, cid_all)
     assert set(owner) == set(mq_all)
     capacity = bounded.capacity(len(mq_all), len(cid_all))
     loads = [list(owner.values()).count(cid) for cid in cid_all]
     assert max(loads) <= capacity
     assert capacity * len(cid_all) >= len(mq_all)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    mq_all=message_queues,
+    cid_all=client_ids,
+    epsilon=st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0]),
+)
+def test_bounded_is_a_stable_matching(
+    mq_all: list[MessageQueue], cid_all: list[str], epsilon: float
+) -> None:
+    """No queue and consumer would both rather have each other than what they hold.
+
+    A pair ranks by weight, heaviest first, then by consumer id, then by queue. Whenever a
+    consumer ranks above a queue's owner for that queue, the consumer is full of queues it
+    ranks above that one. (In particular a queue whose heaviest consumer has room is there.)
+    """
+    bounded = AllocateMessageQueueConsistentHashBounded(epsilon=epsilon)
+    owner = bounded.assignment(mq_all, cid_all)
+    capacity = bounded.capacity(len(mq_all), len(cid_all))
+
+    def rank(mq: MessageQueue, cid: str) -> tuple[int, str, MessageQueue]:
+        return (-bounded.hash_function(f"{mq}|{cid}"), cid, mq)
+
+    held: dict[str, list[MessageQueue]] = {cid: [] for cid in cid_all}
+    for mq, cid in owner.items():
+        held[cid].append(mq)
+    for mq in mq_all:
+        for cid in cid_all:
+            if rank(mq, cid) < rank(mq, owner[mq]):
+                assert len(held[cid]) == capacity, f"{cid} has room and ranks above for {mq}"
+                assert all(rank(q, cid) < rank(mq, cid) for q in held[cid])
 
 
 @settings(max_examples=40, deadline=None)
@@ -177,61 +208,86 @@ def test_same_answer_from_every_caller_and_every_call(
 
 # -- movement on one join or leave: measured, with a bound --------------------------------
 
-SIZES = [(24, 4), (64, 8), (100, 10), (128, 32), (256, 16), (500, 40)]
-
 
 def _client_id(rnd: random.Random) -> str:
     ip = f"10.0.{rnd.randrange(256)}.{rnd.randrange(256)}"
     return f"{ip}@{rnd.randrange(1 << 16)}#{rnd.randrange(1 << 40)}"
 
 
+def _moved(before: dict[MessageQueue, str], after: dict[MessageQueue, str]) -> int:
+    return sum(before[mq] != after[mq] for mq in before)
+
+
+def _whole(
+    strategy: AllocateMessageQueueStrategy, mq_all: list[MessageQueue], cid_all: list[str]
+) -> dict[MessageQueue, str]:
+    """The owner of every queue; from ``assignment`` when the strategy has it (the same, faster:
+    see ``test_bounded_is_a_function_of_the_sets``)."""
+    if isinstance(strategy, AllocateMessageQueueConsistentHashBounded):
+        return strategy.assignment(mq_all, cid_all)
+    return owners(strategy, mq_all, cid_all)
+
+
 def movement(
     strategy: AllocateMessageQueueStrategy, n: int, c: int, trials: int, seed: int = 2024
 ) -> tuple[float, float]:
-    """Mean queues moved when one consumer joins c consumers, and when one of c leaves.
+    """Mean queues moved when one consumer joins c consumers, and when one of c + 1 leaves.
 
-    Returned as (join / ideal, leave / ideal), ideal = n / (c + 1) for a join and n / c for a
-    leave: the queues the joiner must take, or the leaver must hand over.
+    Returned as (join / ideal, leave / ideal), ideal = n / (c + 1) both ways: the queues the
+    joiner must take, or the leaver must hand over. Each trial draws new client ids; the leaver
+    is any of the c + 1, the joiner included.
     """
     rnd = random.Random(seed)
+    ideal = n / (c + 1)
+    mq_all = sorted(MessageQueue("TopicTest", f"broker-{i % 4}", i // 4) for i in range(n))
     joins, leaves = [], []
     for _ in range(trials):
-        mq_all = sorted(MessageQueue("TopicTest", f"broker-{i % 4}", i // 4) for i in range(n))
         cid_all = sorted(_client_id(rnd) for _ in range(c))
-        base = owners(strategy, mq_all, cid_all)
-        joined = owners(strategy, mq_all, sorted([*cid_all, _client_id(rnd)]))
-        joins.append(sum(base[mq] != joined[mq] for mq in mq_all) / (n / (c + 1)))
-        leaver = rnd.choice(cid_all)
-        left = owners(strategy, mq_all, [x for x in cid_all if x != leaver])
-        leaves.append(sum(base[mq] != left[mq] for mq in mq_all) / (n / c))
+        bigger = sorted([*cid_all, _client_id(rnd)])
+        leaver = rnd.choice(bigger)
+        base = _whole(strategy, mq_all, cid_all)
+        joined = _whole(strategy, mq_all, bigger)
+        left = _whole(strategy, mq_all, [x for x in bigger if x != leaver])
+        joins.append(_moved(base, joined) / ideal)
+        leaves.append(_moved(joined, left) / ideal)
     return statistics.mean(joins), statistics.mean(leaves)
 
 
-def test_bounded_movement_stays_near_the_ideal() -> None:
-    """Queues moved per join and per leave, over several sizes, against n / (c + 1).
+# (queues, consumers before a join / after a leave): the capacity is the same for c and c + 1
+# at 128 x 32 and 128 x 16, and steps down on the join (up on the leave) at 100 x 7 (18 / 16)
+# and 24 x 4 (8 / 6): a capacity that steps by more than one at larger loads costs little.
+MOVEMENT_SIZES = [(128, 32), (128, 16), (100, 7), (24, 4)]
 
-    A join at these sizes keeps the capacity; the leave of 128 x 32 raises it from 5 to 6
-    (1.25 * 128 / 31 = 5.16), so consumers that were full keep one more queue each and the
-    queues they had overflowed move back: the one case well above the ideal.
+
+@pytest.mark.parametrize(("n", "c"), MOVEMENT_SIZES, ids=lambda x: str(x))
+def test_bounded_movement_is_within_one_and_a_half_times_the_ideal(n: int, c: int) -> None:
+    """Queues moved per join (c -> c + 1) and per leave (c + 1 -> c), over 60 trials."""
+    bounded = AllocateMessageQueueConsistentHashBounded()
+    join, leave = movement(bounded, n, c, trials=60)
+    print(f"CONSISTENT_HASH_BOUNDED {n} x {c}: join {join:.2f}x, leave {leave:.2f}x of ideal")
+    assert join <= 1.5
+    assert leave <= 1.5
+
+
+def test_bounded_movement_at_a_capacity_step() -> None:
+    """The exception: a leave from 32 to 31 consumers of 128 queues raises the capacity 5 -> 6.
+
+    Every consumer that was full keeps one more of its heaviest queues, and the queues it had
+    overflowed to others come back: about 3 times the ideal n / 32 (any bound does this).
     """
     bounded = AllocateMessageQueueConsistentHashBounded()
-    figures = {}
-    for n, c in SIZES:
-        join, leave = movement(bounded, n, c, trials=4)
-        figures[(n, c)] = (join, leave)
-        print(f"CONSISTENT_HASH_BOUNDED {n} x {c}: join {join:.2f}x, leave {leave:.2f}x of ideal")
-    steady = [
-        ratio
-        for (n, c), (join, leave) in figures.items()
-        for ratio, c2 in ((join, c + 1), (leave, c - 1))
-        if bounded.capacity(n, c2) == bounded.capacity(n, c)
-    ]
-    assert statistics.mean(steady) <= 1.5
-    assert max(max(pair) for pair in figures.values()) <= 4.0
-    # Far below the index-based strategies, which reshuffle most queues on any change.
-    avg_join, avg_leave = movement(AllocateMessageQueueAveragely(), 128, 32, trials=4)
-    assert avg_join > 5 * figures[(128, 32)][0]
-    assert avg_leave > 2 * figures[(128, 32)][1]
+    assert (bounded.capacity(128, 32), bounded.capacity(128, 31)) == (5, 6)
+    _, leave = movement(bounded, 128, 31, trials=30)
+    print(f"CONSISTENT_HASH_BOUNDED 128 x 32 -> 31 (capacity 5 -> 6): leave {leave:.2f}x of ideal")
+    assert leave <= 4.0
+
+
+def test_bounded_moves_far_less_than_avg() -> None:
+    # The index-based strategies reshuffle most queues on any change.
+    join, leave = movement(AllocateMessageQueueConsistentHashBounded(), 128, 32, trials=8)
+    avg_join, avg_leave = movement(AllocateMessageQueueAveragely(), 128, 32, trials=8)
+    assert avg_join > 5 * join
+    assert avg_leave > 5 * leave
 
 
 def test_consistent_hash_movement_is_the_ideal() -> None:

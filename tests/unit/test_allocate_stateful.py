@@ -1,7 +1,9 @@
 """Random join/leave sequences: after every step the consumers' shares partition the queues.
 
 Each consumer rebalances on its own, from the same sorted inputs, as RocketMQ's consumers do;
-the machine checks that the shares they compute never overlap and leave no queue unowned.
+the machine checks that the shares they compute never overlap and leave no queue unowned, and
+each strategy's own promise (AVG: balanced within one; CONSISTENT_HASH_BOUNDED: within the
+capacity, and rendezvous hashing wherever the capacity does not bind).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from consumer.allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueConsistentHashBounded,
     AllocateMessageQueueStrategy,
+    md5_hash64,
 )
 from protocol import MessageQueue
 
@@ -94,6 +97,18 @@ class BoundedJoinLeave(JoinLeave):
         bounded = AllocateMessageQueueConsistentHashBounded()
         capacity = bounded.capacity(len(self.mq_all), len(self.members))
         assert max(len(share) for share in self.shares.values()) <= capacity
+
+    @invariant()
+    def heaviest_consumer_with_room_wins(self) -> None:
+        """Rendezvous hashing where the bound does not bind: if the consumer that weighs most
+        for a queue has room, the queue is its."""
+        bounded = AllocateMessageQueueConsistentHashBounded()
+        capacity = bounded.capacity(len(self.mq_all), len(self.members))
+        owner = {mq: cid for cid, share in self.shares.items() for mq in share}
+        for mq in self.mq_all:
+            heaviest = max(sorted(self.members), key=lambda c: md5_hash64(f"{mq}|{c}"))
+            if len(self.shares[heaviest]) < capacity:
+                assert owner[mq] == heaviest
 
 
 _settings = settings(max_examples=25, stateful_step_count=15, deadline=None)
