@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 __all__ = ["BENCHMARKS", "main"]
 
-BENCHMARKS: tuple[str, ...] = ("throughput", "rebalance")
+BENCHMARKS: tuple[str, ...] = ("throughput", "rebalance", "allocation")
 
 
 def run_one(name: str) -> int:
