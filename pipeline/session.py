@@ -1,10 +1,11 @@
 """A Spark session for the pipeline: ``local[2]`` unless told otherwise, the source registered.
 
 ``spark_session(master=None)`` uses, in order: the ``master`` argument, a master already set
-(``spark-submit --master``, ``spark.master`` in the configuration), then ``local[2]``. Nothing
-else assumes local mode: on a cluster the executors need this package, ``protocol`` and grpcio
-importable; ``ship_code`` zips ``pipeline`` and ``protocol`` and adds them to the session
-(``addPyFile``) when the master is not local.
+(``spark-submit --master``, ``spark.master`` in the configuration), then ``local[2]`` (which
+binds to 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise). Nothing else assumes local
+mode: on a cluster the executors need this package, ``protocol`` and grpcio importable;
+``ship_code`` zips ``pipeline`` and ``protocol`` and adds them to the session (``addPyFile``)
+when the master is not local.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from typing import Any
 __all__ = ["DEFAULT_MASTER", "register", "ship_code", "spark_session"]
 
 DEFAULT_MASTER = "local[2]"
+
+
+def _is_local(master: str) -> bool:
+    """One JVM, executors inside it (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``)."""
+    return master == "local" or master.startswith("local[")
 
 
 def register(spark: Any) -> None:
@@ -62,12 +68,15 @@ def spark_session(
     builder = SparkSession.builder.appName(app_name)
     if master is None and not SparkConf().contains("spark.master"):
         master = DEFAULT_MASTER
+    if master is not None and _is_local(master):
+        # Local mode talks to itself only: bind to loopback, not the host's external address.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if master is not None:
         builder = builder.master(master)
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)
-    if not spark.sparkContext.master.startswith("local"):
+    if not _is_local(spark.sparkContext.master):
         ship_code(spark)
     return spark
