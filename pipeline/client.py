@@ -204,11 +204,14 @@ class SyncClient:
             raise ServiceNotAvailable(f"broker {broker_name} has no master in the route of {topic}")
         return addr
 
-    def queue_stats(self, topics: Sequence[str]) -> dict[QueueKey, QueueStats]:
-        """Min and max offsets of every readable queue of ``topics`` (fresh routes)."""
+    def queue_stats(
+        self, topics: Sequence[str], *, route_max_age: float = 0.0
+    ) -> dict[QueueKey, QueueStats]:
+        """Min and max offsets of every readable queue of ``topics``; routes no older than
+        ``route_max_age`` seconds (fresh by default)."""
         stats: dict[QueueKey, QueueStats] = {}
         for topic in topics:
-            route = self.route(topic, max_age=0)
+            route = self.route(topic, max_age=route_max_age)
             readable = route_to_subscribe_queues(topic, route)
             for broker in sorted({mq.broker_name for mq in readable}):
                 addr = master_addr(route, broker)

@@ -148,6 +148,8 @@ SCHEMA = StructType(
 # MicroBatchExecution.BATCH_ID_KEY).
 _QUERY_ID_KEY = "sql.streaming.queryId"
 _BATCH_ID_KEY = "streaming.sql.batchId"
+# How stale a route a streaming query's offsets may be based on (new queues show up this late).
+_ROUTE_REFRESH_S = 5.0
 
 
 class RocketMQDataSource(DataSource):  # type: ignore[misc]
@@ -340,7 +342,9 @@ class RocketMQStreamReader(
         else:  # PySpark before 4.2 does not say where the next batch starts
             begin = dict(self._last_end or {})
         self._commit_group(begin)  # everything before ``begin`` is processed (module notes)
-        stats = self.client.queue_stats(self.opts.topics)
+        # Spark asks again every few milliseconds when idle: routes (new queues) are looked up
+        # again every few seconds, offsets every time.
+        stats = self.client.queue_stats(self.opts.topics, route_max_age=_ROUTE_REFRESH_S)
         if self.opts.fail_on_data_loss:
             problems = data_loss(begin, stats)
             if problems:
@@ -355,6 +359,8 @@ class RocketMQStreamReader(
         for key, s in stats.items():
             if key in begin:
                 latest[key] = max(begin[key], s.max_offset)
+                # Offsets already deleted (failOnDataLoss=false) count for nothing in the limit.
+                effective[key] = max(begin[key], s.min_offset)
             else:  # a new queue: from its earliest offset
                 latest[key] = s.max_offset
                 effective[key] = s.min_offset

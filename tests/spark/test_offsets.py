@@ -192,3 +192,38 @@ def test_client_pickles_to_its_settings_only() -> None:
     copy = pickle.loads(pickle.dumps(client))
     assert copy.namesrv_addrs == ["127.0.0.1:1", "127.0.0.1:2"] and copy.timeout == 2.5
     assert copy._routes == {}
+
+
+def test_source_objects_carry_settings_only_and_pickle() -> None:
+    """Spark pickles readers and writers to its workers: nothing in them may hold a connection."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    from pyspark import cloudpickle
+
+    from pipeline.source import SCHEMA, RocketMQDataSource
+
+    source = RocketMQDataSource(
+        {"nameServer": "127.0.0.1:1", "topic": "T", "startingOffsets": "earliest"}
+    )
+    writer_schema = SCHEMA  # has a binary body and a string topic
+    for obj in (
+        source,
+        source.reader(SCHEMA),
+        source.streamReader(SCHEMA),
+        source.writer(writer_schema, False),
+        source.streamWriter(writer_schema, False),
+    ):
+        copy = cloudpickle.loads(cloudpickle.dumps(obj))
+        assert type(copy) is type(obj)
+        client = getattr(copy, "client", None)
+        if client is not None:
+            assert client.namesrv_addrs == ["127.0.0.1:1"] and client._routes == {}
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    other = StructType([*SCHEMA.fields, StructField("extra", StringType())])
+    with pytest.raises(ValueError, match="fixed schema"):
+        source.reader(other)
+    with pytest.raises(ValueError, match="endingOffsets is for batch queries only"):
+        RocketMQDataSource(
+            {"nameServer": "h:1", "topic": "T", "endingOffsets": "latest"}
+        ).streamReader(SCHEMA)
