@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from aiorocketmq.trace import tracer
 from bench.procs import BrokerProcesses
@@ -44,16 +45,20 @@ async def _listener(
     return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
-def _consumer(namesrv: str, name: str) -> PushConsumer:
-    c = PushConsumer(GROUP, namesrv, instance_name=name)
-    c.subscribe(TOPIC, "*")
+def new_consumer(
+    namesrv: str, name: str, *, group: str = GROUP, topic: str = TOPIC, **kwargs: Any
+) -> PushConsumer:
+    """A push consumer of ``topic`` whose listener accepts everything."""
+    c = PushConsumer(group, namesrv, instance_name=name, **kwargs)
+    c.subscribe(topic, "*")
     c.register_message_listener(_listener)
     return c
 
 
-def _settled(
+def settled(
     consumers: list[PushConsumer], mq_all: list[MessageQueue], leaving: PushConsumer | None = None
 ) -> bool:
+    """Every consumer holds exactly its AVG share, no queue twice (the leaver holds nothing)."""
     cids = sorted(c.client_id for c in consumers)
     if len(set(cids)) != len(cids):
         return False
@@ -61,38 +66,81 @@ def _settled(
     seen: set[MessageQueue] = set(leaving.assigned_queues) if leaving is not None else set()
     for c in consumers:
         held = c.assigned_queues
-        if held & seen or held != set(avg.allocate(GROUP, c.client_id, mq_all, cids)):
+        if held & seen or held != set(avg.allocate(c.consumer_group, c.client_id, mq_all, cids)):
             return False
         seen |= held
     return seen == set(mq_all) and (leaving is None or not leaving.assigned_queues)
 
 
-async def _converge(
+async def converge(
     consumers: list[PushConsumer],
     mq_all: list[MessageQueue],
     timeout: float = 30.0,
     leaving: PushConsumer | None = None,
 ) -> float:
-    """Seconds until settled, checked at every queue added/dropped (and every 5 ms)."""
-    changed = asyncio.Event()
+    """Seconds until ``settled``, tracked incrementally from the trace's queue events.
+
+    The expected owner of each queue is computed once; each queue_added/queue_dropped updates
+    one queue's holders, so watching costs O(1) per event and does not slow the group it
+    measures (a full check per event would, with 33 consumers in one process).
+    """
+    cids = sorted(c.client_id for c in consumers)
+    avg = AllocateMessageQueueAveragely()
+    expected = {
+        str(mq): c.client_id
+        for c in consumers
+        for mq in avg.allocate(c.consumer_group, c.client_id, mq_all, cids)
+    }
+    done = asyncio.Event()
+    holders: dict[str, set[str]] = {key: set() for key in expected}
+    wrong: set[str] = set()
+
+    def update(key: str) -> None:
+        if holders[key] == {expected[key]}:
+            wrong.discard(key)
+        else:
+            wrong.add(key)
+        if not wrong:
+            done.set()
 
     def on_event(rec: dict[str, object]) -> None:
-        if rec["event"] in ("queue_added", "queue_dropped"):
-            changed.set()
+        key = str(rec.get("mq"))
+        if key not in holders:
+            return
+        if rec["event"] == "queue_added":
+            holders[key].add(str(rec["client_id"]))
+        elif rec["event"] == "queue_dropped":
+            holders[key].discard(str(rec["client_id"]))
+        else:
+            return
+        update(key)
 
     tracer.subscribe(on_event)
     start = time.perf_counter()
     try:
-        while not _settled(consumers, mq_all, leaving):
-            if time.perf_counter() - start > timeout:
-                raise TimeoutError("the group did not settle")
-            changed.clear()
-            try:
-                async with asyncio.timeout(0.005):
-                    await changed.wait()
-            except TimeoutError:
-                pass
-        return time.perf_counter() - start
+        for c in [*consumers, *([leaving] if leaving is not None else [])]:
+            for mq in c.assigned_queues:
+                if str(mq) in holders:
+                    holders[str(mq)].add(c.client_id)
+        for key in holders:
+            update(key)
+        async with asyncio.timeout(timeout):
+            while True:
+                await done.wait()
+                # The trace says settled; the consumers' own state must agree (a queue is marked
+                # dropped a moment before its queue_dropped is recorded).
+                if settled(consumers, mq_all, leaving):
+                    return time.perf_counter() - start
+                done.clear()
+                try:
+                    async with asyncio.timeout(0.005):
+                        await done.wait()
+                except TimeoutError:
+                    pass
+                if not wrong:
+                    done.set()
+    except TimeoutError:
+        raise TimeoutError(f"the group did not settle: {len(wrong)} queues not as expected") from None
     finally:
         tracer.unsubscribe(on_event)
 
@@ -102,24 +150,24 @@ async def run_case(
 ) -> dict[str, list[float]]:
     await procs.create_topic(TOPIC, queues)
     mq_all = sorted(MessageQueue(TOPIC, procs.broker_name, q) for q in range(queues))
-    consumers = [_consumer(procs.namesrv_addr, f"c{i:03d}") for i in range(consumers_n)]
+    consumers = [new_consumer(procs.namesrv_addr, f"c{i:03d}") for i in range(consumers_n)]
     for c in consumers:
         await c.start()
-    await _converge(consumers, mq_all, timeout=60)
+    await converge(consumers, mq_all, timeout=60)
     times: dict[str, list[float]] = {"join": [], "leave": []}
     try:
         for r in range(rounds):
             await asyncio.sleep(SPACING_S)
-            joiner = _consumer(procs.namesrv_addr, f"j{r:03d}")
+            joiner = new_consumer(procs.namesrv_addr, f"j{r:03d}")
             t0 = time.perf_counter()
             await joiner.start()
             consumers.append(joiner)
-            times["join"].append(time.perf_counter() - t0 + await _converge(consumers, mq_all))
+            times["join"].append(time.perf_counter() - t0 + await converge(consumers, mq_all))
             await asyncio.sleep(SPACING_S)
             leaver = consumers.pop(0)
             t0 = time.perf_counter()
             shutdown = asyncio.create_task(leaver.shutdown())
-            await _converge(consumers, mq_all, leaving=leaver)
+            await converge(consumers, mq_all, leaving=leaver)
             times["leave"].append(time.perf_counter() - t0)
             await shutdown
     finally:

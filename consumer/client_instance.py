@@ -72,6 +72,7 @@ class MQClientInstance:
             self.do_rebalance,
             wait_interval_ms=self.config.rebalance_wait_interval_ms,
             min_interval_ms=self.config.rebalance_min_interval_ms,
+            is_balanced=self.all_consumers_balanced,
         )
         self.pull_message_service = PullMessageService(self._pull_handler)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -169,6 +170,15 @@ class MQClientInstance:
     def _pull_handler(self, group: str) -> PullHandler | None:
         consumer = self.consumer_table.get(group)
         return consumer.pull_message if consumer is not None else None
+
+    def all_consumers_balanced(self) -> bool:
+        """Every consumer holds exactly its last allocation (a local check, no RPC)."""
+        return all(getattr(c, "is_balanced", lambda: False)() for c in self.consumer_table.values())
+
+    def consumer_balanced(self) -> None:
+        """A consumer became balanced between passes: if every consumer is, no retry is due."""
+        if self.all_consumers_balanced():
+            self.rebalance_service.cancel_retry()
 
     def rebalance_immediately(self) -> None:
         self.rebalance_service.wakeup()

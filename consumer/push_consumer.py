@@ -49,6 +49,7 @@ from protocol.codes import ResponseCode
 from protocol.errors import MQError, QueueFenced
 from protocol.message import MessageConst, MessageExt
 from protocol.message_queue import MessageQueue
+from protocol.record import decode_records
 from protocol.tags import parse_expression
 from protocol.v1 import broker_pb2, common_pb2
 from protocol.validators import check_group, check_topic, is_retry_topic, retry_topic
@@ -287,6 +288,7 @@ class PushConsumer:
                 pull_max_idle_ms=self.pull_max_idle_time_ms,
             )
             self.rebalance_impl.subscription_inner.update(inner)
+            self.rebalance_impl.on_balanced = client.consumer_balanced
             if self.consume_orderly:
                 rebalance_impl = self.rebalance_impl
                 self.consume_orderly_service = ConsumeMessageOrderlyService(
@@ -442,6 +444,9 @@ class PushConsumer:
         if self.offset_store is None or self.rebalance_impl is None:
             return
         await self.offset_store.persist_all(set(self.rebalance_impl.process_queue_table))
+
+    def is_balanced(self) -> bool:
+        return self.rebalance_impl is None or self.rebalance_impl.is_balanced()
 
     def on_queue_released(self, mq: MessageQueue) -> None:
         """Fenced handoff: a queue of the group was released; take it now if it is ours."""
@@ -704,7 +709,8 @@ class PushConsumer:
         return grants
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
-        assert self._client is not None
+        if self._client is None or not self.running:
+            return
         for request in requests:
             self._client.pull_message_service.execute_pull_request_later(
                 request, self.rebalance_dispatch_delay_ms
@@ -797,6 +803,7 @@ class PushConsumer:
             sub_version=sub[1],
             epoch=request.epoch,
             client_id=self.client_id,
+            raw_records=True,
         )
         try:
             result = await client.invoke_broker(
@@ -806,6 +813,8 @@ class PushConsumer:
                 timeout=self.consumer_timeout_millis_when_suspend / 1000,
             )
         except QueueFenced as e:
+            if pq.dropped:
+                return  # a pull of a queue we already gave away: nothing to do
             log.warning(
                 "pull fenced, dropping the queue",
                 group=self.consumer_group,
@@ -839,7 +848,10 @@ class PushConsumer:
         if status == broker_pb2.FOUND:
             request.next_offset = result.next_begin_offset
             parsed = parse_expression(expression)
-            msgs = [MessageExt.from_proto(m) for m in result.messages]
+            if result.records:  # the stored records, as RocketMQ's pull body carries them
+                msgs = decode_records(result.records, result.broker_name or mq.broker_name)
+            else:
+                msgs = [MessageExt.from_proto(m) for m in result.messages]
             if not parsed.matches_all:
                 msgs = [m for m in msgs if parsed.matches_tags(m.tags)]
             for m in msgs:

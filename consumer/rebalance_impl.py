@@ -84,6 +84,8 @@ class RebalanceImpl:
         mode: RebalanceMode,
         *,
         fenced: bool = False,
+        fenced_retry_ms: int = 50,
+        fenced_retry_window_ms: int = 3_000,
         pull_max_idle_ms: int = 120_000,
         new_process_queue: Callable[[], ProcessQueue] = ProcessQueue,
     ) -> None:
@@ -93,6 +95,9 @@ class RebalanceImpl:
         self.client = client
         self.mode = mode
         self.fenced = fenced
+        self.fenced_retry_ms = fenced_retry_ms
+        self.fenced_retry_window_ms = fenced_retry_window_ms
+        self._acquire_tasks: dict[str, asyncio.Task[None]] = {}
         self.pull_max_idle_ms = pull_max_idle_ms
         self._new_pq = new_process_queue
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
@@ -103,6 +108,9 @@ class RebalanceImpl:
         self.epochs: dict[MessageQueue, int] = {}
         # The last allocation per topic (the fenced handoff acquires a released queue from it).
         self.allocation: dict[str, set[MessageQueue]] = {}
+        self._cid_cache: dict[None, list[str] | None] = {}
+        # Called when a fast take-over (fenced) leaves every topic balanced between passes.
+        self.on_balanced: Callable[[], None] | None = None
         # One table update at a time (the periodic rebalance and a QueueReleased may overlap).
         self._table_lock = asyncio.Lock()
 
@@ -110,6 +118,7 @@ class RebalanceImpl:
     async def do_rebalance(self, is_order: bool) -> bool:
         """Rebalance every subscribed topic; True when all are balanced."""
         balanced = True
+        self._cid_cache = {}
         for topic in list(self.subscription_inner):
             try:
                 if not await self.rebalance_by_topic(topic, is_order):
@@ -136,7 +145,7 @@ class RebalanceImpl:
                 await self.mode.message_queue_changed(topic, mq_set, mq_set)
             return mq_set == working_queues(self.process_queue_table, topic)
 
-        cid_all = await self.client.find_consumer_id_list(topic, self.consumer_group)
+        cid_all = await self._consumer_ids(topic)
         if mq_set is None:
             if not is_retry_topic(topic):
                 await self.mode.message_queue_changed(topic, set(), set())
@@ -194,7 +203,22 @@ class RebalanceImpl:
                 rebalanceResultSet=sorted(str(mq) for mq in allocate_result_set),
             )
             await self.mode.message_queue_changed(topic, mq_set, allocate_result_set)
-        return allocate_result_set == working_queues(self.process_queue_table, topic)
+        balanced = allocate_result_set == working_queues(self.process_queue_table, topic)
+        if self.fenced and not balanced:
+            self._keep_acquiring(topic)
+        return balanced
+
+    async def _consumer_ids(self, topic: str) -> list[str] | None:
+        """The group's client ids, asked once per rebalance pass (not once per topic).
+
+        Where we differ from RocketMQ: it asks a broker of each topic; every broker keeps the
+        same group membership, so one answer serves all the topics of the pass.
+        """
+        if None not in self._cid_cache:
+            self._cid_cache[None] = await self.client.find_consumer_id_list(
+                topic, self.consumer_group
+            )
+        return self._cid_cache[None]
 
     # ---- the table -------------------------------------------------------------------------
     async def update_process_queue_table_in_rebalance(
@@ -203,6 +227,32 @@ class RebalanceImpl:
         """Drop what is no longer ours, create what is new; True when the table changed."""
         async with self._table_lock:
             return await self._update_process_queue_table(topic, mq_set, need_lock=need_lock)
+
+    def _keep_acquiring(self, topic: str) -> None:
+        """Fenced: some allocated queues are still held by their previous owners; ask again.
+
+        Every ``fenced_retry_ms`` for up to ``fenced_retry_window_ms``, without waiting for the
+        rebalance service's next pass (a QueueReleased push can race with our own pass; this
+        makes the take-over not depend on winning that race).
+        """
+        task = self._acquire_tasks.get(topic)
+        if task is not None and not task.done():
+            return
+
+        async def again() -> None:
+            deadline = asyncio.get_running_loop().time() + self.fenced_retry_window_ms / 1000
+            while asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(self.fenced_retry_ms / 1000)
+                allocated = self.allocation.get(topic)
+                if allocated is None or allocated == working_queues(
+                    self.process_queue_table, topic
+                ):
+                    return
+                missing = [mq for mq in allocated if mq not in self.process_queue_table]
+                if missing:
+                    await self.try_acquire_released(missing[0])
+
+        self._acquire_tasks[topic] = asyncio.create_task(again())
 
     async def try_acquire_released(self, mq: MessageQueue) -> bool:
         """Fenced: ``mq`` was released; take it now if our last allocation says it is ours."""
@@ -217,6 +267,8 @@ class RebalanceImpl:
         changed = await self.update_process_queue_table_in_rebalance(
             mq.topic, allocated, need_lock=False
         )
+        if changed and self.on_balanced is not None and self.is_balanced():
+            self.on_balanced()
         if changed:
             await self.mode.message_queue_changed(
                 mq.topic, self.topic_subscribe_info_table.get(mq.topic, allocated), allocated
@@ -353,11 +405,22 @@ class RebalanceImpl:
             await self.mode.remove_unnecessary_message_queue(mq, pq)
         self.epochs.pop(mq, None)
 
+    def is_balanced(self) -> bool:
+        """Every topic's process queues are exactly its last allocation."""
+        return all(
+            allocated == working_queues(self.process_queue_table, topic)
+            for topic, allocated in self.allocation.items()
+            if topic in self.subscription_inner
+        )
+
     def assigned_queues(self) -> set[MessageQueue]:
         """The queues this consumer holds now (process queues not dropped)."""
         return {mq for mq, pq in self.process_queue_table.items() if not pq.dropped}
 
     def destroy(self) -> None:
+        for task in self._acquire_tasks.values():
+            task.cancel()
+        self._acquire_tasks.clear()
         for mq, pq in sorted(self.process_queue_table.items()):
             pq.dropped = True
             tracer.record(

@@ -33,18 +33,31 @@ class RebalanceService:
         wait_interval_ms: int = 20_000,
         min_interval_ms: int = 1_000,
         clock: Callable[[], float] = time.monotonic,
+        is_balanced: Callable[[], bool] | None = None,
     ) -> None:
         self._do_rebalance = do_rebalance
         self.wait_interval_ms = wait_interval_ms
         self.min_interval_ms = min_interval_ms
         self._clock = clock
+        self._is_balanced = is_balanced
         self._wakeup = asyncio.Event()
+        self._retry_cancelled = False
+        self._retrying = False
         self._task: asyncio.Task[None] | None = None
         self.rebalance_count = 0
 
     def wakeup(self) -> None:
         """Ask for a rebalance now (coalesced with any other pending request)."""
         self._wakeup.set()
+
+    def cancel_retry(self) -> None:
+        """Every group became balanced by other means: skip the pending 1 s retry.
+
+        Ours: RocketMQ always retries; a no-op retry would re-arm the minimum interval and defer
+        the next notification by up to a second (the fenced handoff balances between passes).
+        """
+        if self._retrying:
+            self._retry_cancelled = True
 
     def start(self) -> None:
         if self._task is None:
@@ -61,11 +74,23 @@ class RebalanceService:
         wait_s = self.wait_interval_ms / 1000
         min_s = self.min_interval_ms / 1000
         while True:
+            woken = True
             try:
                 async with asyncio.timeout(wait_s):
                     await self._wakeup.wait()
             except TimeoutError:
-                pass
+                woken = False
+            if (
+                not woken
+                and self._retrying
+                and (
+                    self._retry_cancelled or (self._is_balanced is not None and self._is_balanced())
+                )
+            ):
+                # The unbalanced state was fixed between passes: no retry due (see cancel_retry).
+                self._retry_cancelled = self._retrying = False
+                wait_s = self.wait_interval_ms / 1000
+                continue
             elapsed = self._clock() - last
             if elapsed < min_s:
                 await asyncio.sleep(min_s - elapsed)
@@ -77,4 +102,6 @@ class RebalanceService:
                 log.exception("rebalance failed")
                 balanced = False
             self.rebalance_count += 1
+            self._retrying = not balanced
+            self._retry_cancelled = False
             wait_s = self.wait_interval_ms / 1000 if balanced else min_s
