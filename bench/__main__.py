@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 __all__ = ["BENCHMARKS", "main"]
 
-BENCHMARKS: tuple[str, ...] = ("throughput", "rebalance", "allocation", "spark_read")
+BENCHMARKS: tuple[str, ...] = ("throughput", "rebalance", "handoff", "allocation", "spark_read")
 
 
 def run_one(name: str) -> int:

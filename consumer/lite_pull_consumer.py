@@ -61,6 +61,7 @@ from aiorocketmq.trace import tracer
 from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from consumer.client_config import ClientConfig
 from consumer.client_instance import MQClientInstance, MQClientManager
+from consumer.fenced import FencedHandoff
 from consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -73,7 +74,7 @@ from consumer.rebalance_impl import RebalanceImpl
 from consumer.types import ConsumeFromWhere, MessageModel, MessageQueueListener
 from protocol.client_id import build_client_id, default_instance_name, local_ip
 from protocol.codes import ResponseCode
-from protocol.errors import MQError
+from protocol.errors import MQError, QueueFenced
 from protocol.message import MessageExt
 from protocol.message_queue import MessageQueue
 from protocol.tags import SUB_ALL, SubscriptionExpression, parse_expression
@@ -148,10 +149,33 @@ class RebalanceLitePullImpl:
     async def remove_unnecessary_message_queues(
         self, items: list[tuple[MessageQueue, ProcessQueue]]
     ) -> list[bool]:
-        """Persist the dropped queues' offsets (one commit per broker), then forget them."""
+        """Persist the dropped queues' offsets (one commit per broker), then forget them.
+
+        Fenced: release each grant with its final offset (what ``poll`` handed out, with
+        auto-commit; else what was committed), which the broker commits with the release.
+        """
         store = self.consumer.offset_store
         assert store is not None
         mqs = [mq for mq, _ in items]
+        fenced = self.consumer.fenced
+        impl = self.consumer.rebalance_impl
+        if fenced is not None and impl is not None and isinstance(store, RemoteBrokerOffsetStore):
+            releases = []
+            for mq in mqs:
+                state = self.consumer._states.get(mq)
+                final = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+                if self.consumer.auto_commit and state is not None and state.consume_offset >= 0:
+                    final = state.consume_offset
+                epoch = impl.epochs.get(mq) or store.epochs.get(mq, 0)
+                if epoch:
+                    releases.append((mq, epoch, final))
+            if releases:
+                await fenced.release(releases)
+            for mq in mqs:
+                store.remove_offset(mq)
+                store.epochs.pop(mq, None)
+                self.start_offsets.pop(mq, None)
+            return [True] * len(items)
         if self.consumer.auto_commit:
             for mq in mqs:
                 state = self.consumer._states.get(mq)
@@ -174,12 +198,17 @@ class RebalanceLitePullImpl:
         return True  # lite pull never locks
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
-        """Fenced handoff grants: not built for lite pull yet, so nothing is granted.
-
-        A ``handoff="fenced"`` lite-pull consumer in subscribe mode therefore holds no queue
-        until the fenced lite-pull side exists; ``start()`` warns about it.
-        """
-        return None
+        """Fenced: the broker's grants (epoch, committed offset) for ``mqs``; None when classic."""
+        fenced = self.consumer.fenced
+        store = self.consumer.offset_store
+        if fenced is None or not isinstance(store, RemoteBrokerOffsetStore):
+            return None
+        grants = await fenced.acquire(mqs)
+        for mq, (epoch, committed) in grants.items():
+            store.epochs[mq] = epoch
+            if committed >= 0:
+                store.update_offset(mq, committed, increase_only=False)
+        return grants
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
         """Lite pull dispatches nothing here; it keeps the start offsets for its pull tasks."""
@@ -278,6 +307,7 @@ class LitePullConsumer:
         self.consumer_pull_timeout_millis = consumer_pull_timeout_millis
         self.pull_time_delay_mills_when_exception = pull_time_delay_mills_when_exception
         self.handoff = handoff
+        self.fenced: FencedHandoff | None = None
         self.client_config = client_config
         self.offset_store_dir = offset_store_dir
         self.message_queue_listener = message_queue_listener
@@ -401,13 +431,19 @@ class LitePullConsumer:
                     self.consumer_group, client.invoke_broker, client_id=self.client_id
                 )
             await self.offset_store.load()
+            if (
+                self.handoff == "fenced"
+                and self.message_model is MessageModel.CLUSTERING
+                and self.subscription_type is SubscriptionType.SUBSCRIBE
+            ):
+                self.fenced = FencedHandoff(client, self.consumer_group)
             self.rebalance_impl = RebalanceImpl(
                 self.consumer_group,
                 self.message_model,
                 self.allocate_strategy,
                 client,
                 self._rebalance_mode,
-                fenced=self.handoff == "fenced",
+                fenced=self.fenced is not None,
             )
             self.rebalance_impl.subscription_inner.update(self._subscriptions)
             client.register_consumer(self)
@@ -430,11 +466,6 @@ class LitePullConsumer:
             await self._stop_tasks()
             await self._release_client()
             raise
-        if self.handoff == "fenced" and self.subscription_type is SubscriptionType.SUBSCRIBE:
-            log.warning(
-                "the fenced handoff is not built for lite pull yet: no queue will be granted",
-                group=self.consumer_group,
-            )
         log.info(
             "the consumer started",
             group=self.consumer_group,
@@ -929,6 +960,15 @@ class LitePullConsumer:
                 result = await self._pull(
                     mq, state.pull_offset, expression, sub_version, has_subscription
                 )
+            except QueueFenced as e:
+                # Fenced handoff: the queue moved on; stop pulling it at once.
+                if not pq.dropped and self.rebalance_impl is not None and self._client is not None:
+                    log.warning("pull fenced, dropping the queue", group=self.consumer_group, mq=str(mq),
+                                error=e.message)
+                    await self.rebalance_impl.remove_process_queue(mq)
+                    self._drop_state(mq, record=False)
+                    self._client.rebalance_immediately()
+                return
             except MQError as e:
                 delay = (
                     PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL / 1000
