@@ -465,6 +465,11 @@ def test_batch_write_messages_are_readable_by_a_consumer(
     for body, topic, tags, keys, _ in rows:
         m = by_body[body]
         assert (m.topic, m.tags, m.keys) == (topic or "SparkSinkB", tags, keys)
+    # Read back through the source too, both topics in one read (a comma list).
+    both = read(spark, ns, "SparkSinkA,SparkSinkB").collect()
+    assert sorted((r.topic, bytes(r.body).decode(), r.tags, r.keys) for r in both) == sorted(
+        (topic or "SparkSinkB", body, tags, keys) for body, topic, tags, keys, _ in rows
+    )
 
     with pytest.raises(Exception, match="needs a 'body' column"):
         spark.createDataFrame([("x",)], "value string").write.format("aiorocketmq").option(
