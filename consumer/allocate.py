@@ -90,7 +90,8 @@ __all__ = [
 log = structlog.get_logger("consumer.allocate")
 
 HashFunction = Callable[[str], int]
-"""Maps a ring key to a point on the ring (RocketMQ's ``HashFunction``)."""
+"""Maps a key to an integer (RocketMQ's ``HashFunction``): a point on the ring of
+``CONSISTENT_HASH``, or a pair's weight in ``CONSISTENT_HASH_BOUNDED``."""
 
 
 @runtime_checkable
@@ -286,10 +287,11 @@ class AllocateMessageQueueConsistentHashBounded:
     plain consistent hashing), and a join or a leave moves few queues: the ``n / (c + 1)`` the
     joiner takes or the leaver hands over, plus the few that a consumer with new room takes
     back from an overflow, 1.1 to 1.3 times that ideal in our measurements. The exception is a
-    change of ``c`` that steps a small capacity (4 to 6 queues) up by one, as a leave from 32
-    to 31 consumers of 128 queues does (5 to 6): every full consumer then takes back a queue it
-    had overflowed, about 3 times the ideal. ``docs/allocation.md`` has the figures. Each
-    consumer computes the whole assignment and keeps its own share.
+    change of ``c`` that steps a small capacity (4 to 6 queues) by one, as a leave from 32 to
+    31 consumers of 128 queues does (5 to 6): every full consumer then takes back a queue it
+    had overflowed, about 3 times the ideal (and the join from 31 to 32 as many, the other way).
+    ``docs/allocation.md`` has the figures. Each consumer computes the whole assignment and
+    keeps its own share.
 
     The default weight is :func:`md5_hash64` (64 bits, so that ties are rare); equal weights
     are ordered by consumer id, then by queue. The result is a function of the *sets* of queues
