@@ -119,13 +119,44 @@ def _typed(error: grpc.RpcError) -> MQError:
 
 
 class PulledBatch:
-    """The messages of one pull, and where the next pull starts."""
+    """What one pull found, before offset ``end``, and where the next pull starts.
 
-    __slots__ = ("messages", "next_offset")
+    ``records`` holds the raw records when the broker answered them (the data source turns
+    them into Arrow columns directly); ``messages`` decodes them (or the broker's decoded
+    answer) into ``MessageExt`` on first use.
+    """
 
-    def __init__(self, messages: list[MessageExt], next_offset: int) -> None:
-        self.messages = messages
+    __slots__ = ("_messages", "_proto", "broker_name", "end", "next_offset", "records")
+
+    def __init__(
+        self,
+        *,
+        records: bytes,
+        proto: Sequence[common_pb2.MessageExt],
+        broker_name: str,
+        end: int,
+        next_offset: int,
+    ) -> None:
+        self.records = records
+        self._proto = proto
+        self.broker_name = broker_name
+        self.end = end
         self.next_offset = next_offset
+        self._messages: list[MessageExt] | None = None
+
+    @property
+    def messages(self) -> list[MessageExt]:
+        if self._messages is None:
+            if self.records:
+                messages = decode_records(self.records, self.broker_name)
+            else:
+                messages = [MessageExt.from_proto(m) for m in self._proto]
+                for m in messages:
+                    m.broker_name = self.broker_name
+            if messages and messages[-1].queue_offset >= self.end:
+                messages = [m for m in messages if m.queue_offset < self.end]
+            self._messages = messages
+        return self._messages
 
 
 class SyncClient:
@@ -278,15 +309,13 @@ class SyncClient:
             status = response.status
             next_offset = response.next_begin_offset
             if status == broker_pb2.FOUND:
-                if response.records:
-                    messages = decode_records(response.records, broker_name)
-                else:
-                    messages = [MessageExt.from_proto(m) for m in response.messages]
-                    for m in messages:
-                        m.broker_name = broker_name
-                if messages and messages[-1].queue_offset >= end:
-                    messages = [m for m in messages if m.queue_offset < end]
-                yield PulledBatch(messages, min(next_offset, end))
+                yield PulledBatch(
+                    records=response.records,
+                    proto=response.messages,
+                    broker_name=broker_name,
+                    end=end,
+                    next_offset=min(next_offset, end),
+                )
             elif status == broker_pb2.NO_MATCHED_MSG:
                 if next_offset <= offset:
                     break

@@ -77,7 +77,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipeline.arrow import arrow_schema, messages_to_batch, rows_of_batch
+from pipeline.arrow import arrow_schema, messages_to_batch, records_to_batch, rows_of_batch
 from pipeline.client import DataLossError, SyncClient
 from pipeline.offsets import (
     OffsetSpec,
@@ -252,7 +252,11 @@ class _Reading:
             skip_lost=partition.skip_lost,
             addr=partition.broker_addr or None,
         ):
-            if pulled.messages:
+            if pulled.records:
+                batch = records_to_batch(pulled.records, partition.broker_name, pulled.end, schema)
+                if batch is not None:
+                    yield batch
+            elif pulled.messages:
                 yield messages_to_batch(pulled.messages, schema)
 
 

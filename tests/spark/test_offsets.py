@@ -227,3 +227,49 @@ def test_source_objects_carry_settings_only_and_pickle() -> None:
         RocketMQDataSource(
             {"nameServer": "h:1", "topic": "T", "endingOffsets": "latest"}
         ).streamReader(SCHEMA)
+
+
+def test_raw_records_become_the_same_rows_as_decoded_messages() -> None:
+    """The reader's columnar path equals decode_records + messages_to_batch, cut at ``end``."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    from pipeline.arrow import arrow_schema, messages_to_batch, records_to_batch
+    from pipeline.source import SCHEMA
+    from protocol.record import RecordBatchEncoder, decode_records, encode_properties
+
+    encoder = RecordBatchEncoder(
+        topic=b"Orders",
+        queue_id=3,
+        born_timestamp=1_700_000_000_123,
+        born_host=(bytes([10, 0, 0, 7]), 5555),
+        store_timestamp=1_700_000_000_456,
+        store_host=(bytes([127, 0, 0, 1]), 10911),
+        reconsume_times=0,
+    )
+    properties = [
+        {"TAGS": "paid", "KEYS": "o-1", "n": "1"},
+        {},
+        {"KEYS": "o-3 o-3b"},
+        {"TAGS": "created", "a": "x", "b": "y"},
+    ]
+    items = [
+        (f"body-{i}".encode(), encode_properties(p).encode(), 0) for i, p in enumerate(properties)
+    ]
+    out: list[bytes] = []
+    encoder.encode(items, 40, 4096, out, [])
+    data = b"".join(out)
+    schema = arrow_schema(SCHEMA)
+    want = messages_to_batch(decode_records(data, "broker-a"), schema)
+    assert records_to_batch(data, "broker-a", 10**9, schema).equals(want)
+    row = want.to_pylist()[0]
+    assert (row["queueOffset"], row["tags"], row["keys"], row["properties"]) == (
+        40,
+        "paid",
+        "o-1",
+        [("n", "1")],
+    )
+    cut = records_to_batch(data, "broker-a", 42, schema)
+    assert cut.num_rows == 2 and cut.equals(want.slice(0, 2))
+    assert records_to_batch(data, "broker-a", 40, schema) is None
+    with pytest.raises(ValueError, match="not a commit-log record"):
+        records_to_batch(data[:-3], "broker-a", 10**9, schema)
