@@ -67,21 +67,44 @@ class OffsetProcessor:
         self, request: broker_pb2.QueryConsumerOffsetRequest
     ) -> broker_pb2.QueryConsumerOffsetResponse:
         check_group(request.consumer_group)
-        self.check_queue(request.topic, request.queue_id)
-        offset = self.offsets.query_offset(request.consumer_group, request.topic, request.queue_id)
-        if offset >= 0:
-            return broker_pb2.QueryConsumerOffsetResponse(offset=offset)
-        min_offset = self.store.get_min_offset(request.topic, request.queue_id)
-        if (
-            request.set_zero_if_not_found
-            and min_offset <= 0
-            and self.store.is_head_in_memory(request.topic, request.queue_id)
-        ):
-            return broker_pb2.QueryConsumerOffsetResponse(offset=0)
-        raise QueryNotFound(
-            f"no committed offset for group {request.consumer_group} in "
-            f"{MessageQueue(request.topic, self.config.broker_name, request.queue_id)}"
+        offset = self._query(
+            request.consumer_group, request.topic, request.queue_id, request.set_zero_if_not_found
         )
+        if offset < 0:
+            raise QueryNotFound(
+                f"no committed offset for group {request.consumer_group} in "
+                f"{MessageQueue(request.topic, self.config.broker_name, request.queue_id)}"
+            )
+        return broker_pb2.QueryConsumerOffsetResponse(offset=offset)
+
+    def query_consumer_offsets(
+        self, request: broker_pb2.QueryConsumerOffsetsRequest
+    ) -> broker_pb2.QueryConsumerOffsetsResponse:
+        """The batched query: -1 where the single query would answer QUERY_NOT_FOUND."""
+        check_group(request.consumer_group)
+        return broker_pb2.QueryConsumerOffsetsResponse(
+            offsets=[
+                self._query(
+                    request.consumer_group, q.topic, q.queue_id, request.set_zero_if_not_found
+                )
+                for q in request.queues
+            ]
+        )
+
+    def _query(self, group: str, topic: str, queue_id: int, set_zero_if_not_found: bool) -> int:
+        """The committed offset, RocketMQ's zero-if-young answer, or -1 (QUERY_NOT_FOUND)."""
+        self.check_queue(topic, queue_id)
+        offset = self.offsets.query_offset(group, topic, queue_id)
+        if offset >= 0:
+            return offset
+        min_offset = self.store.get_min_offset(topic, queue_id)
+        if (
+            set_zero_if_not_found
+            and min_offset <= 0
+            and self.store.is_head_in_memory(topic, queue_id)
+        ):
+            return 0
+        return -1
 
     def update_consumer_offset(
         self, request: broker_pb2.UpdateConsumerOffsetRequest, peer: str

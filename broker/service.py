@@ -126,6 +126,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         return self.b.offset.query_consumer_offset(request)
 
     @guard
+    async def QueryConsumerOffsets(
+        self, request: broker_pb2.QueryConsumerOffsetsRequest, context: Ctx
+    ) -> broker_pb2.QueryConsumerOffsetsResponse:
+        return self.b.offset.query_consumer_offsets(request)
+
+    @guard
     async def UpdateConsumerOffset(
         self, request: broker_pb2.UpdateConsumerOffsetRequest, context: Ctx
     ) -> broker_pb2.UpdateConsumerOffsetResponse:

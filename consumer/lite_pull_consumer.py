@@ -963,8 +963,12 @@ class LitePullConsumer:
             except QueueFenced as e:
                 # Fenced handoff: the queue moved on; stop pulling it at once.
                 if not pq.dropped and self.rebalance_impl is not None and self._client is not None:
-                    log.warning("pull fenced, dropping the queue", group=self.consumer_group, mq=str(mq),
-                                error=e.message)
+                    log.warning(
+                        "pull fenced, dropping the queue",
+                        group=self.consumer_group,
+                        mq=str(mq),
+                        error=e.message,
+                    )
                     await self.rebalance_impl.remove_process_queue(mq)
                     self._drop_state(mq, record=False)
                     self._client.rebalance_immediately()

@@ -150,6 +150,41 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         self.update_offset(mq, offset, increase_only=False)
         return offset
 
+    async def read_offsets_from_store(self, mqs: list[MessageQueue]) -> dict[MessageQueue, int]:
+        """READ_FROM_STORE for many queues: one QueryConsumerOffsets per broker, brokers at once.
+
+        Each answer is as ``read_offset`` gives it: the offset, -1 when none, -2 on an error.
+        """
+        by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
+        for mq in mqs:
+            by_broker[mq.broker_name].append(mq)
+
+        async def one(broker_name: str, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
+            request = broker_pb2.QueryConsumerOffsetsRequest(
+                consumer_group=self.group,
+                set_zero_if_not_found=True,
+                queues=[broker_pb2.QueueRef(topic=mq.topic, queue_id=mq.queue_id) for mq in queues],
+            )
+            try:
+                response = await self._invoke(broker_name, "QueryConsumerOffsets", request)
+            except MQError as e:
+                log.warning(
+                    "query consumer offsets failed",
+                    group=self.group,
+                    broker=broker_name,
+                    error=str(e),
+                )
+                return dict.fromkeys(queues, -2)
+            return dict(zip(queues, (int(o) for o in response.offsets), strict=True))
+
+        results: dict[MessageQueue, int] = {}
+        for part in await asyncio.gather(*(one(b, q) for b, q in by_broker.items())):
+            results.update(part)
+        for mq, offset in results.items():
+            if offset >= 0:
+                self.update_offset(mq, offset, increase_only=False)
+        return results
+
     async def _commit(self, broker_name: str, entries: dict[MessageQueue, int]) -> None:
         request = broker_pb2.UpdateConsumerOffsetRequest(
             consumer_group=self.group, client_id=self.client_id

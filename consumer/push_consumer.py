@@ -578,11 +578,26 @@ class PushConsumer:
         await asyncio.gather(*(take(pq) for pq in self.rebalance_impl.process_queue_table.values()))
         return held
 
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+        """``compute_pull_from_where`` for many queues: the stored offsets in one RPC per broker."""
+        store = self.offset_store
+        if not isinstance(store, RemoteBrokerOffsetStore):
+            return list(await asyncio.gather(*(self.compute_pull_from_where(mq) for mq in mqs)))
+        for mq in mqs:
+            store.remove_offset(mq)  # removeDirtyOffset
+        stored = await store.read_offsets_from_store(mqs)
+        return list(await asyncio.gather(*(self._pull_from_where(mq, stored[mq]) for mq in mqs)))
+
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """Where a newly assigned queue starts: the committed offset, else ConsumeFromWhere."""
         assert self.offset_store is not None and self._client is not None
         self.offset_store.remove_offset(mq)  # removeDirtyOffset
         last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        return await self._pull_from_where(mq, last)
+
+    async def _pull_from_where(self, mq: MessageQueue, last: int) -> int:
+        """Spec 5.3: a stored offset wins; with none (-1), ConsumeFromWhere; an error (-2): -1."""
+        assert self._client is not None
         if last >= 0:
             return last
         if last != -1:

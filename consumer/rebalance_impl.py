@@ -62,10 +62,6 @@ class RebalanceMode(Protocol):
     ) -> None: ...
 
 
-async def _known(offset: int) -> int:
-    return offset
-
-
 class ConsumerIdSource(Protocol):
     client_id: str
 
@@ -335,12 +331,7 @@ class RebalanceImpl:
                     continue  # still held by its previous owner: unbalanced, retried in 1 s
                 epoch, committed = grants[mq]
             candidates.append((mq, epoch, committed))
-        offsets = await asyncio.gather(
-            *(
-                _known(committed) if committed >= 0 else self.mode.compute_pull_from_where(mq)
-                for mq, _, committed in candidates
-            )
-        )
+        offsets = await self._start_offsets(candidates)
         requests: list[PullRequest] = []
         for (mq, epoch, _), next_offset in zip(candidates, offsets, strict=True):
             if next_offset < 0:
@@ -375,6 +366,25 @@ class RebalanceImpl:
             )
         self.mode.dispatch_pull_requests(requests)
         return changed
+
+    async def _start_offsets(self, candidates: list[tuple[MessageQueue, int, int]]) -> list[int]:
+        """Where each new queue starts: a grant's committed offset, else the mode's answer,
+        asked for all the queues at once when the mode can (one RPC per broker)."""
+        unknown = [mq for mq, _, committed in candidates if committed < 0]
+        many = getattr(self.mode, "compute_pull_from_where_many", None)
+        if many is not None and unknown:
+            answers = dict(zip(unknown, await many(unknown), strict=True))
+        else:
+            answers = dict(
+                zip(
+                    unknown,
+                    await asyncio.gather(
+                        *(self.mode.compute_pull_from_where(mq) for mq in unknown)
+                    ),
+                    strict=True,
+                )
+            )
+        return [committed if committed >= 0 else answers[mq] for mq, _, committed in candidates]
 
     def truncate_message_queue_not_my_topic(self) -> None:
         for mq in queues_not_my_topic(self.process_queue_table, self.subscription_inner):

@@ -96,6 +96,7 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.PullMessage": RequestCode.PULL_MESSAGE,
     "Broker.ConsumerSendMsgBack": RequestCode.CONSUMER_SEND_MSG_BACK,
     "Broker.QueryConsumerOffset": RequestCode.QUERY_CONSUMER_OFFSET,
+    "Broker.QueryConsumerOffsets": RequestCode.QUERY_CONSUMER_OFFSET,
     "Broker.UpdateConsumerOffset": RequestCode.UPDATE_CONSUMER_OFFSET,
     "Broker.GetMinOffset": RequestCode.GET_MIN_OFFSET,
     "Broker.GetMaxOffset": RequestCode.GET_MAX_OFFSET,

@@ -362,6 +362,30 @@ class QueryConsumerOffsetResponse(_message.Message):
     offset: int
     def __init__(self, offset: _Optional[int] = ...) -> None: ...
 
+class QueueRef(_message.Message):
+    __slots__ = ("topic", "queue_id")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ...) -> None: ...
+
+class QueryConsumerOffsetsRequest(_message.Message):
+    __slots__ = ("consumer_group", "queues", "set_zero_if_not_found")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    SET_ZERO_IF_NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    queues: _containers.RepeatedCompositeFieldContainer[QueueRef]
+    set_zero_if_not_found: bool
+    def __init__(self, consumer_group: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueRef, _Mapping]]] = ..., set_zero_if_not_found: _Optional[bool] = ...) -> None: ...
+
+class QueryConsumerOffsetsResponse(_message.Message):
+    __slots__ = ("offsets",)
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    offsets: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, offsets: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class OffsetCommit(_message.Message):
     __slots__ = ("topic", "queue_id", "offset", "epoch")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

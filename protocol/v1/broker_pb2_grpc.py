@@ -94,6 +94,11 @@ class BrokerStub:
                 request_serializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetRequest.SerializeToString,
                 response_deserializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetResponse.FromString,
                 _registered_method=True)
+        self.QueryConsumerOffsets = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/QueryConsumerOffsets',
+                request_serializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetsRequest.SerializeToString,
+                response_deserializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetsResponse.FromString,
+                _registered_method=True)
         self.UpdateConsumerOffset = channel.unary_unary(
                 '/aiorocketmq.v1.Broker/UpdateConsumerOffset',
                 request_serializer=protocol_dot_v1_dot_broker__pb2.UpdateConsumerOffsetRequest.SerializeToString,
@@ -235,6 +240,14 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QueryConsumerOffsets(self, request, context):
+        """QUERY_CONSUMER_OFFSET (14), batched: the committed offsets of several queues of one broker,
+        so a rebalance that adds queues asks each broker once rather than once per queue.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def UpdateConsumerOffset(self, request, context):
         """UPDATE_CONSUMER_OFFSET (15), batched: commit offsets of several queues of one broker.
         """
@@ -360,6 +373,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.QueryConsumerOffset,
                     request_deserializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetRequest.FromString,
                     response_serializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetResponse.SerializeToString,
+            ),
+            'QueryConsumerOffsets': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryConsumerOffsets,
+                    request_deserializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetsRequest.FromString,
+                    response_serializer=protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetsResponse.SerializeToString,
             ),
             'UpdateConsumerOffset': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateConsumerOffset,
@@ -731,6 +749,33 @@ class Broker:
             '/aiorocketmq.v1.Broker/QueryConsumerOffset',
             protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetRequest.SerializeToString,
             protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueryConsumerOffsets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/QueryConsumerOffsets',
+            protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetsRequest.SerializeToString,
+            protocol_dot_v1_dot_broker__pb2.QueryConsumerOffsetsResponse.FromString,
             options,
             channel_credentials,
             insecure,
