@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -312,9 +312,3 @@ def data_loss(offsets: Mapping[QueueKey, int], stats: Mapping[QueueKey, QueueSta
                 f"{s.max_offset} (was it reset?)"
             )
     return problems
-
-
-def queues_of(keys: Iterable[QueueKey], topics: Iterable[str]) -> list[QueueKey]:
-    """The keys of ``topics``, sorted."""
-    wanted = set(topics)
-    return sorted(k for k in keys if k[0] in wanted)
