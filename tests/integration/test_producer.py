@@ -9,11 +9,9 @@ import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
 from producer import Message, Producer, SelectMessageQueueByHash, SendStatus
-from protocol.broker_connections import BrokerConnections
 from protocol.errors import InvalidArgument, MessageTooLarge
 from protocol.message_queue import MessageQueue
-from protocol.v1 import broker_pb2, common_pb2
-from tests.helpers import wait_until
+from tests.integration import support
 
 FAST = {"register_name_server_period_ms": 200}
 
@@ -25,32 +23,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
 
 
 async def create_topic(cluster: LocalCluster, topic: str, queues: int = 4) -> None:
-    conns = BrokerConnections()
-    try:
-        for b in cluster.broker_list:
-            await conns.stub(b.address).UpdateAndCreateTopic(
-                broker_pb2.UpdateAndCreateTopicRequest(
-                    topic_config=common_pb2.TopicConfig(
-                        topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6
-                    )
-                ),
-                timeout=3,
-            )
-    finally:
-        await conns.close()
-
-    from nameserver.client import NameServerClient
-
-    async with NameServerClient(cluster.namesrv_addr) as ns:
-
-        async def routed() -> bool:
-            try:
-                route = await ns.get_route_info_by_topic(topic)
-            except Exception:
-                return False
-            return len(route.queue_datas) == len(cluster.broker_list)
-
-        await wait_until(routed, message=f"route of {topic} on every broker")
+    await support.create_topic(cluster, topic, queues)
 
 
 async def test_send_round_robins_over_both_brokers(cluster: LocalCluster) -> None:
