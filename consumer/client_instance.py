@@ -26,13 +26,14 @@ from consumer.pull_message_service import PullHandler, PullMessageService, PullR
 from consumer.rebalance_service import RebalanceService
 from nameserver.client import NameServerClient
 from protocol.broker_connections import BrokerConnections
+from protocol.client_id import build_client_id, default_instance_name
 from protocol.errors import ChannelNotFound, MQError, ServiceNotAvailable
 from protocol.message_queue import MessageQueue
 from protocol.route import MASTER_ID, route_to_subscribe_queues
 from protocol.rpc import call
 from protocol.v1 import broker_pb2, common_pb2
 
-__all__ = ["ConsumerInner", "MQClientInstance", "MQClientManager"]
+__all__ = ["ConsumerInner", "MQClientInstance", "MQClientManager", "consumer_client_id"]
 
 log = structlog.get_logger("consumer.client")
 
@@ -436,3 +437,11 @@ class MQClientManager:
         instance = cls._instances.pop(client_id, None)
         if instance is not None:
             await instance.shutdown()
+
+
+def consumer_client_id(client_ip: str, instance_name: str | None, clustering: bool) -> str:
+    """A consumer's client id: RocketMQ changes the default instance name to ``pid#nanotime``
+    in CLUSTERING (``changeInstanceNameToPID``) and keeps ``DEFAULT`` in BROADCASTING."""
+    if instance_name is None:
+        instance_name = default_instance_name() if clustering else "DEFAULT"
+    return build_client_id(client_ip, instance_name)

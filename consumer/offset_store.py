@@ -34,6 +34,7 @@ __all__ = [
     "OffsetStore",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",
+    "new_offset_store",
 ]
 
 log = structlog.get_logger("consumer.offset_store")
@@ -319,3 +320,16 @@ class LocalFileOffsetStore(_MemoryTable):
             if offset is not None:
                 on_disk[mq] = offset.value
         self._write(on_disk.items())
+
+
+def new_offset_store(
+    broadcasting: bool,
+    group: str,
+    client_id: str,
+    invoke: BrokerInvoker,
+    directory: Path | None = None,
+) -> LocalFileOffsetStore | RemoteBrokerOffsetStore:
+    """The store a consumer uses: a local file in BROADCASTING, the brokers in CLUSTERING."""
+    if broadcasting:
+        return LocalFileOffsetStore(group, client_id, directory)
+    return RemoteBrokerOffsetStore(group, invoke, client_id=client_id)

@@ -24,15 +24,15 @@ import structlog
 from aiorocketmq.trace import tracer
 from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from consumer.client_config import ClientConfig
-from consumer.client_instance import MQClientInstance, MQClientManager
+from consumer.client_instance import MQClientInstance, MQClientManager, consumer_client_id
 from consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from consumer.consume_orderly import ConsumeMessageOrderlyService
 from consumer.fenced import FencedHandoff
 from consumer.offset_store import (
-    LocalFileOffsetStore,
     OffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
+    new_offset_store,
 )
 from consumer.process_queue import ProcessQueue, flow_control_reason
 from consumer.pull_message_service import PullRequest
@@ -44,7 +44,7 @@ from consumer.types import (
     MessageModel,
     MessageQueueListener,
 )
-from protocol.client_id import build_client_id, default_instance_name, local_ip
+from protocol.client_id import local_ip
 from protocol.codes import ResponseCode
 from protocol.errors import MQError, QueueFenced
 from protocol.message import MessageConst, MessageExt
@@ -252,27 +252,21 @@ class PushConsumer:
             self._sub_versions[retry_topic(self.consumer_group)] = inner[
                 retry_topic(self.consumer_group)
             ][1]
-        instance_name = self.instance_name
-        if instance_name is None:
-            instance_name = (
-                default_instance_name()
-                if self.message_model is MessageModel.CLUSTERING
-                else "DEFAULT"
-            )
-        self.client_id = build_client_id(self.client_ip, instance_name)
+        self.client_id = consumer_client_id(
+            self.client_ip, self.instance_name, self.message_model is MessageModel.CLUSTERING
+        )
         client = MQClientManager.get_or_create(
             self.client_id, self.namesrv_addr, self.client_config
         )
         self._client = client
         try:
-            if self.message_model is MessageModel.BROADCASTING:
-                self.offset_store = LocalFileOffsetStore(
-                    self.consumer_group, self.client_id, self.offset_store_dir
-                )
-            else:
-                self.offset_store = RemoteBrokerOffsetStore(
-                    self.consumer_group, client.invoke_broker, client_id=self.client_id
-                )
+            self.offset_store = new_offset_store(
+                self.message_model is MessageModel.BROADCASTING,
+                self.consumer_group,
+                self.client_id,
+                client.invoke_broker,
+                self.offset_store_dir,
+            )
             await self.offset_store.load()
             if self.is_fenced:
                 self.fenced = FencedHandoff(client, self.consumer_group)
