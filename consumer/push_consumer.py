@@ -366,6 +366,10 @@ class PushConsumer:
             await self.persist_consumer_offset()
         await self._client.unregister_consumer(self.consumer_group)
         self.rebalance_impl.destroy()
+        side = [t for t in self._side_tasks if t is not asyncio.current_task()]
+        for task in side:
+            task.cancel()
+        await asyncio.gather(*side, return_exceptions=True)
         await self._release_client()
         log.info("the consumer shutdown", group=self.consumer_group, client_id=self.client_id)
 
