@@ -41,6 +41,14 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.enable_retries", 0),
+    # Each channel keeps its own connection state: gRPC otherwise shares subchannels across the
+    # process, so a fresh channel to a restarted server inherits another channel's backoff.
+    ("grpc.use_local_subchannel_pool", 1),
+    # Reconnect within a second or two of a peer coming back (gRPC's default backoff grows to
+    # 120 s: a broker would re-register, or a consumer reopen its channel, minutes late).
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
 ]
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 10_000),

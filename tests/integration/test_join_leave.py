@@ -16,6 +16,7 @@ import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
 from consumer.client_config import ClientConfig
+from protocol.errors import MQError
 from tests.helpers import wait_until
 from tests.integration.join_leave import Scenario
 from tests.integration.support import create_topic
@@ -202,7 +203,10 @@ async def test_name_server_down_for_a_while(
         async with NameServerClient(cluster.namesrv_addr) as ns:
 
             async def reregistered() -> bool:
-                info = await ns.get_broker_cluster_info()
+                try:
+                    info = await ns.get_broker_cluster_info()
+                except MQError:
+                    return False  # not answering yet
                 return len(info.broker_addr_table) == 3
 
             await wait_until(reregistered, timeout=10, message="brokers re-register")
