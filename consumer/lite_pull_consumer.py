@@ -59,7 +59,7 @@ import structlog
 
 from aiorocketmq.trace import tracer
 from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
-from consumer.client_config import ClientConfig
+from consumer.client_config import ClientConfig, check_consumer_settings
 from consumer.client_instance import MQClientInstance, MQClientManager, consumer_client_id
 from consumer.fenced import FencedHandoff
 from consumer.offset_store import (
@@ -79,7 +79,7 @@ from protocol.message import MessageExt
 from protocol.message_queue import MessageQueue
 from protocol.tags import SUB_ALL, SubscriptionExpression, parse_expression
 from protocol.v1 import broker_pb2, common_pb2
-from protocol.validators import check_group, check_topic, is_retry_topic
+from protocol.validators import check_topic, is_retry_topic
 
 __all__ = ["LitePullConsumer", "MessageQueueState", "RebalanceLitePullImpl", "SubscriptionType"]
 
@@ -251,27 +251,24 @@ class LitePullConsumer:
         offset_store_dir: Path | None = None,
         message_queue_listener: MessageQueueListener | None = None,
     ) -> None:
-        check_group(group)
-        if group == "DEFAULT_CONSUMER":
-            raise ValueError(
-                "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
-            )
-        for name, value, lo, hi in (
-            ("pull_batch_size", pull_batch_size, 1, 1024),
-            ("pull_threshold_for_queue", pull_threshold_for_queue, 1, 65535),
-            ("pull_threshold_size_for_queue", pull_threshold_size_for_queue, 1, 1024),
-            ("pull_threshold_for_all", pull_threshold_for_all, 1, 2**31 - 1),
-            ("consume_max_span", consume_max_span, 1, 65535),
-            ("poll_timeout_millis", poll_timeout_millis, 0, 2**31 - 1),
+        check_consumer_settings(
+            group,
+            handoff,
             (
-                "pull_time_delay_mills_when_exception",
-                pull_time_delay_mills_when_exception,
-                0,
-                2**31 - 1,
+                ("pull_batch_size", pull_batch_size, 1, 1024),
+                ("pull_threshold_for_queue", pull_threshold_for_queue, 1, 65535),
+                ("pull_threshold_size_for_queue", pull_threshold_size_for_queue, 1, 1024),
+                ("pull_threshold_for_all", pull_threshold_for_all, 1, 2**31 - 1),
+                ("consume_max_span", consume_max_span, 1, 65535),
+                ("poll_timeout_millis", poll_timeout_millis, 0, 2**31 - 1),
+                (
+                    "pull_time_delay_mills_when_exception",
+                    pull_time_delay_mills_when_exception,
+                    0,
+                    2**31 - 1,
+                ),
             ),
-        ):
-            if not lo <= value <= hi:
-                raise ValueError(f"{name} out of range [{lo}, {hi}]: {value}")
+        )
         if auto_commit_interval_millis < MIN_AUTOCOMMIT_INTERVAL_MILLIS:
             raise ValueError(
                 f"auto_commit_interval_millis must be >= {MIN_AUTOCOMMIT_INTERVAL_MILLIS}, "
@@ -283,8 +280,6 @@ class LitePullConsumer:
                 f"({consumer_pull_timeout_millis}) must be greater than "
                 f"broker_suspend_max_time_millis ({broker_suspend_max_time_millis})"
             )
-        if handoff not in ("classic", "fenced"):
-            raise ValueError(f"handoff must be 'classic' or 'fenced', got {handoff!r}")
         self.consumer_group = group
         self.namesrv_addr = namesrv_addr
         self.message_model = message_model

@@ -23,7 +23,7 @@ import structlog
 
 from aiorocketmq.trace import tracer
 from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
-from consumer.client_config import ClientConfig
+from consumer.client_config import ClientConfig, check_consumer_settings
 from consumer.client_instance import MQClientInstance, MQClientManager, consumer_client_id
 from consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from consumer.consume_orderly import ConsumeMessageOrderlyService
@@ -52,7 +52,7 @@ from protocol.message_queue import MessageQueue
 from protocol.record import decode_records
 from protocol.tags import parse_expression
 from protocol.v1 import broker_pb2, common_pb2
-from protocol.validators import check_group, check_topic, is_retry_topic, retry_topic
+from protocol.validators import check_topic, is_retry_topic, retry_topic
 
 __all__ = ["PushConsumer"]
 
@@ -106,24 +106,19 @@ class PushConsumer:
         offset_store_dir: Path | None = None,
         message_queue_listener: MessageQueueListener | None = None,
     ) -> None:
-        check_group(group)
-        if group == "DEFAULT_CONSUMER":
-            raise ValueError(
-                "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
-            )
-        for name, value, lo, hi in (
-            ("consume_thread_max", consume_thread_max, 1, 1000),
-            ("consume_message_batch_max_size", consume_message_batch_max_size, 1, 1024),
-            ("pull_batch_size", pull_batch_size, 1, 1024),
-            ("pull_threshold_for_queue", pull_threshold_for_queue, 1, 65535),
-            ("pull_threshold_size_for_queue", pull_threshold_size_for_queue, 1, 1024),
-            ("consume_concurrently_max_span", consume_concurrently_max_span, 1, 65535),
-            ("pull_interval_ms", pull_interval_ms, 0, 65535),
-        ):
-            if not lo <= value <= hi:
-                raise ValueError(f"{name} out of range [{lo}, {hi}]: {value}")
-        if handoff not in ("classic", "fenced"):
-            raise ValueError(f"handoff must be 'classic' or 'fenced', got {handoff!r}")
+        check_consumer_settings(
+            group,
+            handoff,
+            (
+                ("consume_thread_max", consume_thread_max, 1, 1000),
+                ("consume_message_batch_max_size", consume_message_batch_max_size, 1, 1024),
+                ("pull_batch_size", pull_batch_size, 1, 1024),
+                ("pull_threshold_for_queue", pull_threshold_for_queue, 1, 65535),
+                ("pull_threshold_size_for_queue", pull_threshold_size_for_queue, 1, 1024),
+                ("consume_concurrently_max_span", consume_concurrently_max_span, 1, 65535),
+                ("pull_interval_ms", pull_interval_ms, 0, 65535),
+            ),
+        )
         self.consumer_group = group
         self.namesrv_addr = namesrv_addr
         self.message_model = message_model
