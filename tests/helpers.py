@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
-__all__ = ["free_port", "wait_until", "wait_until_sync"]
+__all__ = ["BIN", "free_port", "mqadmin", "wait_until", "wait_until_sync"]
+
+# The venv's console scripts (mqnamesrv, mqbroker, mqadmin, aiorocketmq).
+BIN = Path(sys.executable).parent
 
 
 def free_port() -> int:
@@ -51,3 +57,18 @@ def wait_until_sync(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         time.sleep(interval)
+
+
+async def mqadmin(*argv: str) -> tuple[int, str, str]:
+    """Run the ``mqadmin`` console script with ``argv``; its exit code, stdout and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        str(BIN / "mqadmin"), *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()

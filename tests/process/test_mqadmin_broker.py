@@ -6,11 +6,9 @@ to it, reads it back and shows its status, each as its own process, as an operat
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -19,14 +17,12 @@ import pytest
 
 from nameserver import NameServerClient
 from protocol.errors import MQError
-from tests.helpers import free_port, wait_until
+from tests.helpers import BIN, free_port, mqadmin, wait_until
 
 pytestmark = pytest.mark.process
 
-BIN = Path(sys.executable).parent
 MQNAMESRV = BIN / "mqnamesrv"
 MQBROKER = BIN / "mqbroker"
-MQADMIN = BIN / "mqadmin"
 
 
 @contextmanager
@@ -47,21 +43,6 @@ def running(name: str, argv: list[str], log_dir: Path) -> Iterator[subprocess.Po
                 proc.wait()
                 raise AssertionError(f"{name} did not stop within 10 s of SIGTERM") from None
             assert code == 0, f"{name} exited with {code}: {err_path.read_text()}"
-
-
-async def mqadmin(*argv: str) -> tuple[int, str, str]:
-    """Run ``mqadmin argv``; its exit code, stdout and stderr."""
-    proc = await asyncio.create_subprocess_exec(
-        str(MQADMIN), *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 def alive(**procs: subprocess.Popen[bytes]) -> None:

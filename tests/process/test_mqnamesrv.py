@@ -6,7 +6,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,13 +15,11 @@ import pytest
 from nameserver import NameServerClient
 from protocol.errors import ServiceNotAvailable
 from protocol.v1 import common_pb2
-from tests.helpers import free_port, wait_until
+from tests.helpers import BIN, free_port, mqadmin, wait_until
 
 pytestmark = pytest.mark.process
 
-BIN = Path(sys.executable).parent
 MQNAMESRV = BIN / "mqnamesrv"
-MQADMIN = BIN / "mqadmin"
 
 
 @contextmanager
@@ -61,21 +58,6 @@ async def answers(address: str, proc: subprocess.Popen[bytes]) -> bool:
         except ServiceNotAvailable:
             return False
         return True
-
-
-async def mqadmin(*argv: str) -> tuple[int, str, str]:
-    """Run ``mqadmin argv``; its exit code, stdout and stderr."""
-    proc = await asyncio.create_subprocess_exec(
-        str(MQADMIN), *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_mqnamesrv_serves_mqadmin_and_stops_on_sigterm(tmp_path: Path) -> None:
