@@ -176,11 +176,6 @@ class MQClientInstance:
         """Every consumer holds exactly its last allocation (a local check, no RPC)."""
         return all(getattr(c, "is_balanced", lambda: False)() for c in self.consumer_table.values())
 
-    def consumer_balanced(self) -> None:
-        """A consumer became balanced between passes: if every consumer is, no retry is due."""
-        if self.all_consumers_balanced():
-            self.rebalance_service.cancel_retry()
-
     def rebalance_immediately(self) -> None:
         self.rebalance_service.wakeup()
 

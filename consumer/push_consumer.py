@@ -277,7 +277,6 @@ class PushConsumer:
                 pull_max_idle_ms=self.pull_max_idle_time_ms,
             )
             self.rebalance_impl.subscription_inner.update(inner)
-            self.rebalance_impl.on_balanced = client.consumer_balanced
             if self.consume_orderly:
                 rebalance_impl = self.rebalance_impl
                 self.consume_orderly_service = ConsumeMessageOrderlyService(

@@ -105,8 +105,6 @@ class RebalanceImpl:
         # The last allocation per topic (the fenced handoff acquires a released queue from it).
         self.allocation: dict[str, set[MessageQueue]] = {}
         self._cid_cache: dict[None, list[str] | None] = {}
-        # Called when a fast take-over (fenced) leaves every topic balanced between passes.
-        self.on_balanced: Callable[[], None] | None = None
         # One table update at a time (the periodic rebalance and a QueueReleased may overlap).
         self._table_lock = asyncio.Lock()
 
@@ -263,8 +261,6 @@ class RebalanceImpl:
         changed = await self.update_process_queue_table_in_rebalance(
             mq.topic, allocated, need_lock=False
         )
-        if changed and self.on_balanced is not None and self.is_balanced():
-            self.on_balanced()
         if changed:
             await self.mode.message_queue_changed(
                 mq.topic, self.topic_subscribe_info_table.get(mq.topic, allocated), allocated

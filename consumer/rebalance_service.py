@@ -41,7 +41,6 @@ class RebalanceService:
         self._clock = clock
         self._is_balanced = is_balanced
         self._wakeup = asyncio.Event()
-        self._retry_cancelled = False
         self._retrying = False
         self._task: asyncio.Task[None] | None = None
         self.rebalance_count = 0
@@ -49,15 +48,6 @@ class RebalanceService:
     def wakeup(self) -> None:
         """Ask for a rebalance now (coalesced with any other pending request)."""
         self._wakeup.set()
-
-    def cancel_retry(self) -> None:
-        """Every group became balanced by other means: skip the pending 1 s retry.
-
-        Ours: RocketMQ always retries; a no-op retry would re-arm the minimum interval and defer
-        the next notification by up to a second (the fenced handoff balances between passes).
-        """
-        if self._retrying:
-            self._retry_cancelled = True
 
     def start(self) -> None:
         if self._task is None:
@@ -83,12 +73,14 @@ class RebalanceService:
             if (
                 not woken
                 and self._retrying
-                and (
-                    self._retry_cancelled or (self._is_balanced is not None and self._is_balanced())
-                )
+                and self._is_balanced is not None
+                and self._is_balanced()
             ):
-                # The unbalanced state was fixed between passes: no retry due (see cancel_retry).
-                self._retry_cancelled = self._retrying = False
+                # Ours: the unbalanced state was fixed between passes (the fenced handoff takes
+                # a released queue at once), so the 1 s retry is not due. RocketMQ always
+                # retries; a no-op retry would re-arm the minimum interval and defer the next
+                # notification by up to a second.
+                self._retrying = False
                 wait_s = self.wait_interval_ms / 1000
                 continue
             elapsed = self._clock() - last
@@ -103,5 +95,4 @@ class RebalanceService:
                 balanced = False
             self.rebalance_count += 1
             self._retrying = not balanced
-            self._retry_cancelled = False
             wait_s = self.wait_interval_ms / 1000 if balanced else min_s
