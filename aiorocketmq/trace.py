@@ -28,7 +28,9 @@ EVENTS: dict[str, str] = {
     "queue_added": "consumer: a queue became ours (new process queue and pull request)",
     "queue_dropped": "consumer: a queue is no longer ours (offset persisted, queue removed)",
     "queue_acquired": "consumer (fenced): the broker granted a queue with an epoch",
-    "queue_released": "consumer (fenced): we released a queue with its final offset",
+    "queue_releasing": "consumer (fenced): done with a queue (no pull, nothing in flight), "
+    "asking the broker to release it",
+    "queue_released": "consumer (fenced): the broker released a queue with its final offset",
     "pull": "consumer: a pull returned messages",
     "offset_commit": "consumer: offsets committed to a broker",
     "consumed": "consumer: the listener consumed a message",

@@ -2,7 +2,8 @@
 
 Rules: pure functions over trace records (``aiorocketmq.trace``); records from several
 processes are merged by timestamp. A consumer *holds* a queue from its ``queue_added`` (or
-``queue_acquired``) to its ``queue_dropped`` (or ``queue_released``), or to the end of the trace
+``queue_acquired``) to its ``queue_dropped`` (or ``queue_releasing``: a fenced consumer stops
+using a queue when it asks to release it, before the broker answers), or to the end of the trace
 if it never let go; a client whose channel closed without a graceful leave (no
 ``consumer_shutdown`` / ``client_unregistered``) crashed, and its holdings end at that close.
 
@@ -121,7 +122,7 @@ def read_traces(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 
 _GAINS = {"queue_added", "queue_acquired"}
-_LOSSES = {"queue_dropped", "queue_released"}
+_LOSSES = {"queue_dropped", "queue_releasing", "queue_released"}
 
 
 def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:

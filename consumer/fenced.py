@@ -122,6 +122,16 @@ class FencedHandoff:
             request.releases.add(
                 message_queue=mq.to_proto(), epoch=epoch, final_offset=final_offset
             )
+            # Our holding ends here: nothing is pulled or consumed any more. Recorded before the
+            # call because the broker may hand the queue on before its answer reaches us.
+            tracer.record(
+                "queue_releasing",
+                group=self.group,
+                client_id=self.client.client_id,
+                mq=str(mq),
+                epoch=epoch,
+                offset=final_offset,
+            )
         try:
             response = await self.client.invoke_broker(broker_name, "ReleaseQueues", request)
         except MQError as e:

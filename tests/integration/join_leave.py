@@ -241,8 +241,15 @@ class Scenario:
         avg = AllocateMessageQueueAveragely()
         want = {str(mq): cid for cid in cids for mq in avg.allocate(self.group, cid, mq_all, cids)}
         have = {mq: hs for mq, hs in holders.items()}
-        return all(have.get(mq) == [cid] for mq, cid in want.items()) and all(
+        traced = all(have.get(mq) == [cid] for mq, cid in want.items()) and all(
             mq in want for mq in have
+        )
+        # The consumers of this process must agree with their trace (none still waits for a
+        # queue its previous owner holds).
+        return traced and all(
+            {str(mq) for mq in c.assigned_queues if mq.topic == self.topic}
+            == {mq for mq, cid in want.items() if cid == c.client_id}
+            for c in self.consumers.values()
         )
 
     async def settle(self, timeout: float = 30.0) -> float:
