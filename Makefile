@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test test-fast proto lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py protocol/_speedups.c
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -48,6 +48,7 @@ from aiorocketmq.logs import configure_logging
 from aiorocketmq.runtime import run
 from bench.echo_server import ECHO_METHOD, ECHO_SEND_METHOD
 from producer import Producer
+from protocol.batch import encode_batch
 from protocol.errors import MQError
 from protocol.message import Message
 from protocol.record import decode_records
@@ -188,16 +189,21 @@ def make_bodies(batch: int, body_size: int) -> list[bytes]:
 
 
 def send_request(
-    topic: str, queue_id: int, bodies: list[bytes], *, compact: bool = True
+    topic: str, queue_id: int, bodies: list[bytes], *, compact: bool = True, body: bool = True
 ) -> broker_pb2.SendMessageRequest:
-    return broker_pb2.SendMessageRequest(
+    """A send of ``bodies``: as a batch body (what ``Producer`` sends) or protobuf messages."""
+    request = broker_pb2.SendMessageRequest(
         producer_group="bench-pg",
         topic=topic,
         queue_id=queue_id,
-        messages=[common_pb2.Message(topic=topic, body=b) for b in bodies],
         born_host="127.0.0.1:0",
         compact_result=compact,
     )
+    if body:
+        request.batch_body = encode_batch([Message(topic, b) for b in bodies])
+    else:
+        request.messages.extend(common_pb2.Message(topic=topic, body=b) for b in bodies)
+    return request
 
 
 async def produce_raw(
@@ -209,9 +215,12 @@ async def produce_raw(
     duration: float,
     *,
     compact: bool = True,
+    body: bool = True,
 ) -> int:
     """SendMessage over the stub, each sender cycling over the queues."""
-    requests = [send_request(topic, q, bodies, compact=compact) for q in range(queues)]
+    requests = [
+        send_request(topic, q, bodies, compact=compact, body=body) for q in range(queues)
+    ]
 
     async def send_one(sender: int, i: int) -> int:
         response = await stub.SendMessage(requests[i % queues], timeout=30)
@@ -424,10 +433,11 @@ async def measure(args: argparse.Namespace, work_dir: Path) -> Results:
                 echo_server,
                 lambda: echo_calls(echo_channel, payload, args.batch, args.senders, args.duration),
             )
+            as_messages = send_request(TOPIC_RAW, 0, bodies, body=False)
             echo_protobuf = await timed(
-                "echo, SendMessageRequest parsed",
+                "echo, protobuf messages parsed",
                 echo_server,
-                lambda: echo_send_calls(echo_channel, request, args.senders, args.duration),
+                lambda: echo_send_calls(echo_channel, as_messages, args.senders, args.duration),
             )
 
             # (a) produce over raw stubs, then (b) pull everything back. (The warm-up writes to
@@ -483,9 +493,25 @@ async def measure(args: argparse.Namespace, work_dir: Path) -> Results:
                     producer, TOPIC_PRODUCER, args.senders, bodies, args.duration
                 ),
             )
-            if args.legacy:  # sends answered with one result per message
+            if args.legacy:  # sends of protobuf messages; sends answered per message
                 legacy.insert(
                     0,
+                    await timed(
+                        "produce, protobuf messages (legacy)",
+                        broker,
+                        lambda: produce_raw(
+                            stub,
+                            TOPIC_PRODUCER,
+                            args.queues,
+                            args.senders,
+                            bodies,
+                            args.duration,
+                            body=False,
+                        ),
+                    ),
+                )
+                legacy.insert(
+                    1,
                     await timed(
                         "produce, per-message results (legacy)",
                         broker,

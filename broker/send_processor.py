@@ -9,12 +9,14 @@ Messages with a delay level go to the schedule topic and reach their real queue 
 Nothing is acknowledged before the store says it holds the message (after fsync under
 SYNC_FLUSH).
 
-The usual batch (no delay level) goes to the store as it came off the wire: the store's one pass
-over the protobuf messages validates and encodes them (no ``Message`` per message), the batch
-is written at once, and with ``compact_result`` the answer is per batch: the first queue
-offset, the commit log offsets and the store host, from which the producer makes the message
-ids (``protocol.record.create_message_ids``). A batch with a delay level is refused by that
-pass, validated whole, then stored message by message and answered with ``results``.
+A batch comes as protobuf ``messages`` or, from our producer, as RocketMQ's batch body
+(``batch_body``, ``protocol.batch``). The usual batch (no delay level) goes to the store as it
+came off the wire: the store's one pass over the body or the protobuf messages validates and
+encodes them (no ``Message`` per message), the batch is written at once, and with
+``compact_result`` the answer is per batch: the first queue offset, the commit log offsets and
+the store host, from which the producer makes the message ids
+(``protocol.record.create_message_ids``). A batch with a delay level is refused by that pass,
+validated whole, then stored message by message and answered with ``results``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from broker.config import BrokerConfig
 from broker.schedule import ScheduleMessageService
 from broker.store import DelayLevelRefused, MessageStore, PutMessageResult, PutMessageStatus
 from broker.topic_config_manager import TopicConfigManager
+from protocol.batch import decode_batch
 from protocol.errors import (
     InvalidArgument,
     NoPermission,
@@ -37,7 +40,7 @@ from protocol.message import Message
 from protocol.message_queue import MessageQueue
 from protocol.perm import PermName
 from protocol.record import create_message_ids
-from protocol.v1 import broker_pb2, common_pb2
+from protocol.v1 import broker_pb2
 from protocol.validators import SYSTEM_TOPICS, check_topic
 
 __all__ = ["SendMessageProcessor"]
@@ -91,7 +94,10 @@ class SendMessageProcessor:
                 f"the broker[{self.config.broker_name}] sending message is forbidden"
             )
         wire = request.messages
-        if not wire:
+        body = request.batch_body
+        if wire and body:
+            raise InvalidArgument("a send carries messages or batch_body, not both")
+        if not wire and not body:
             raise InvalidArgument("messages: a send carries at least one message")
         queue_id = self._choose_queue(topic, request.queue_id)
         born_host = request.born_host or peer
@@ -105,7 +111,7 @@ class SendMessageProcessor:
             put = await self.store.put_batch(
                 topic,
                 queue_id,
-                wire,
+                body or wire,
                 born_host=born_host,
                 born_timestamp=born_timestamp,
                 reconsume_times=request.reconsume_times,
@@ -113,9 +119,14 @@ class SendMessageProcessor:
                 refuse_delayed=True,
             )
         except DelayLevelRefused:
-            self.store.validate_messages(topic, wire, born_host=born_host, check_topics=True)
-            self._check_delay_levels(wire)
-            results = await self._send_delayed(request, queue_id, born_host, born_timestamp)
+            messages = (
+                decode_batch(body, topic) if body else [Message.from_proto(m) for m in wire]
+            )
+            self.store.validate_messages(topic, messages, born_host=born_host, check_topics=True)
+            self._check_delay_levels(messages)
+            results = await self._send_delayed(
+                request, messages, queue_id, born_host, born_timestamp
+            )
             if any(r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT for r in results):
                 response.send_status = broker_pb2.FLUSH_DISK_TIMEOUT_STATUS
             for r in results:
@@ -139,7 +150,7 @@ class SendMessageProcessor:
             add(msg_id=msg_id, queue_offset=put.queue_offset + i, commit_log_offset=offset)
         return response
 
-    def _check_delay_levels(self, messages: Sequence[common_pb2.Message]) -> None:
+    def _check_delay_levels(self, messages: Sequence[Message]) -> None:
         levels = len(self.schedule.levels_ms)
         for i, wire in enumerate(messages):
             if not 0 <= wire.delay_time_level <= levels:
@@ -151,14 +162,14 @@ class SendMessageProcessor:
     async def _send_delayed(
         self,
         request: broker_pb2.SendMessageRequest,
+        messages: Sequence[Message],
         queue_id: int,
         born_host: str,
         born_timestamp: int,
     ) -> list[PutMessageResult]:
         """A batch with delayed messages: each goes to the schedule topic or its queue."""
         results: list[PutMessageResult] = []
-        for wire in request.messages:
-            msg = Message.from_proto(wire)
+        for msg in messages:
             msg.topic = request.topic
             results.extend(
                 await self.schedule.put_delayed_or_now(

@@ -24,6 +24,7 @@ from aiorocketmq.trace import tracer
 from nameserver.client import NameServerClient
 from producer.fault import LatencyFaultTolerance
 from producer.selector import MessageQueueSelector, TopicPublishInfo
+from protocol.batch import encode_batch
 from protocol.broker_connections import BrokerConnections
 from protocol.client_id import build_client_id, default_instance_name, local_ip
 from protocol.codes import ResponseCode
@@ -237,7 +238,7 @@ class Producer:
             producer_group=self.group,
             topic=mq.topic,
             queue_id=mq.queue_id,
-            messages=[m.to_proto() for m in messages],
+            batch_body=encode_batch(messages),
             born_host=self.client_id.partition("@")[0],
             born_timestamp=_now_ms(),
             compact_result=True,

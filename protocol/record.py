@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import os
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
+from typing import Any
 from urllib.parse import unquote
 
 from protocol.message import MessageConst, MessageExt
@@ -68,6 +70,7 @@ __all__ = [
     "decode_message_id",
     "decode_properties",
     "decode_records",
+    "decode_records_py",
     "encode_properties",
     "find_property",
     "format_host",
@@ -306,6 +309,22 @@ class RecordBatchEncoder:
 
 
 # ---- decoding -----------------------------------------------------------------------------------
+def _load_speedups() -> Any:
+    """``protocol._speedups`` when built and not switched off (``AIOROCKETMQ_NO_EXTENSIONS``)."""
+    if os.environ.get("AIOROCKETMQ_NO_EXTENSIONS"):
+        return None
+    try:
+        from protocol import _speedups
+    except ImportError:
+        return None
+    return _speedups
+
+
+_speedups = _load_speedups()
+_SPLIT_CACHE: dict[bytes, tuple[str | None, str | None, dict[str, str]]] = {}
+"""Raw properties → ``_split_properties`` of them, shared by the C decoder's calls."""
+
+
 def _split_properties(raw: bytes) -> tuple[str | None, str | None, dict[str, str]]:
     """``(tags, keys, other properties)`` of a record's properties."""
     properties = decode_properties(str(raw, "utf-8"))
@@ -412,8 +431,25 @@ def decode_records(
 
     ``broker_name`` is the broker the records came from (they do not say). Each record's magic
     and lengths and, with ``check_crc``, its body CRC are checked; ``ValueError`` names the
-    first bad one. One ``struct`` unpack per record; the body, topic and properties are sliced
-    out; what repeats from record to record (topic, hosts) is decoded once.
+    first bad one. In C when ``protocol._speedups`` was built: it answers None for anything
+    but well-formed records, and then ``decode_records_py`` says what is wrong.
+    """
+    if _speedups is not None:
+        decoded: list[MessageExt] | None = _speedups.decode_records(
+            data, broker_name, MessageExt, _split_properties, _SPLIT_CACHE, format_host, check_crc
+        )
+        if decoded is not None:
+            return decoded
+    return decode_records_py(data, broker_name, check_crc=check_crc)
+
+
+def decode_records_py(
+    data: bytes | memoryview, broker_name: str = "", *, check_crc: bool = False
+) -> list[MessageExt]:
+    """``decode_records`` in Python: the reference, and the fallback.
+
+    One ``struct`` unpack per record; the body, topic and properties are sliced out; what
+    repeats from record to record (topic, hosts) is decoded once.
     """
     if not isinstance(data, bytes):
         data = bytes(data)
@@ -433,6 +469,8 @@ def decode_records(
         if pos + min_size > n:
             raise _bad("truncated", pos)
         header = headers[data[pos + _SYSFLAG_LOW_BYTE] & 0x30]
+        if pos + header.size > n:  # IPv6 hosts make the header longer than the minimum
+            raise _bad("truncated", pos)
         (total, magic, body_crc, queue_id, flag, queue_offset, physical_offset, born_timestamp,
          born, born_at, store_timestamp, store, store_at, reconsume_times,
          body_length) = header.unpack_from(data, pos)

@@ -83,6 +83,7 @@ from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue import CQ_UNIT, ConsumeQueue
 from broker.store.files import fsync_all, fsync_dirs
 from broker.store.message_id import parse_host
+from protocol.batch import build_records, decode_batch, property_code
 from protocol.errors import (
     InvalidArgument,
     MessageIllegal,
@@ -307,6 +308,7 @@ class MessageStore:
         self._inflight: set[asyncio.Future[Any]] = set()
         self._listeners: list[ArrivalListener] = []
         self._born_hosts: dict[str, tuple[bytes, int]] = {}
+        self._property_codes: dict[bytes, int | None] = {}  # batch items' properties → tags code
         self._started = False
         self._running = False
         self._closed = False
@@ -700,7 +702,7 @@ class MessageStore:
         self,
         topic: str,
         queue_id: int,
-        messages: Sequence[StorableMessage],
+        messages: Sequence[StorableMessage] | bytes,
         *,
         born_host: str,
         born_timestamp: int,
@@ -709,6 +711,11 @@ class MessageStore:
         refuse_delayed: bool = False,
     ) -> PutBatchResult:
         """Store ``messages`` consecutively in queue ``queue_id`` of ``topic`` (one batch).
+
+        ``messages`` may be a producer's batch body (``protocol.batch``): its records are built
+        straight from it (``protocol.batch.build_records``) when it is well formed and plain;
+        otherwise it is decoded into messages (``MessageIllegal`` names a malformed item) and
+        stored as below.
 
         ``topic`` is where they go; each message's own topic field is consulted only with
         ``check_topics`` (then it must be empty or ``topic``). Raises ``MessageIllegal`` (empty
@@ -724,6 +731,8 @@ class MessageStore:
         self._check_running()
         if not messages:
             raise InvalidArgument("a batch to store has at least one message")
+        batch_body = messages if isinstance(messages, bytes) else None
+        plain: Sequence[StorableMessage] = () if isinstance(messages, bytes) else messages
         if not _storable_topic(topic):
             raise InvalidArgument(f"topic {topic!r} cannot be stored")
         if not 0 <= queue_id <= _MAX_QUEUE_ID:
@@ -748,14 +757,28 @@ class MessageStore:
             mark = commit_log.max_offset
             try:
                 position, limit = commit_log.write_position()
-                built = self._build_records(
-                    encoder, topic, messages, queue_offset, position, check_topics, refuse_delayed
-                )
+                built: tuple[int, bytes, bytes, list[int], Iterable[int]] | None = None
+                if batch_body is not None:
+                    # A producer's batch body: its records built in one pass (in C when built).
+                    built = build_records(
+                        batch_body, queue_id, queue_offset, position, encoder.middle,
+                        encoder.topic_part, self.config.max_message_size, property_code,
+                        self._property_codes,
+                    )
+                    if built is None or built[0] > limit:
+                        # Anything unusual (a delay level, a bad item, a segment roll): the
+                        # batch as messages, through the general path and its checks.
+                        built, plain = None, decode_batch(batch_body, topic)
+                if built is None:
+                    built = self._build_records(
+                        encoder, topic, plain, queue_offset, position, check_topics,
+                        refuse_delayed,
+                    )
                 if built[0] <= limit:  # the usual case: the batch fits the current segment
                     _, records, units, placed, codes = built
                     commit_log.append_at(position, records)
                 else:  # the records roll into a new segment: the general path
-                    items, codes, payload = self._encode_batch(topic, messages, born, check_topics)
+                    items, codes, payload = self._encode_batch(topic, plain, born, check_topics)
                     placed = commit_log.append_encoded(encoder, items, queue_offset, payload)
                     fixed, pack = encoder.fixed_size, CQ_UNIT.pack
                     units = b"".join(

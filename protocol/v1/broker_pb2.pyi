@@ -215,7 +215,7 @@ class ReleaseQueuesResponse(_message.Message):
     def __init__(self, released: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
 
 class SendMessageRequest(_message.Message):
-    __slots__ = ("producer_group", "topic", "queue_id", "messages", "born_host", "born_timestamp", "reconsume_times", "max_reconsume_times", "compact_result")
+    __slots__ = ("producer_group", "topic", "queue_id", "messages", "born_host", "born_timestamp", "reconsume_times", "max_reconsume_times", "compact_result", "batch_body")
     PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -225,6 +225,7 @@ class SendMessageRequest(_message.Message):
     RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
     MAX_RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
     COMPACT_RESULT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_BODY_FIELD_NUMBER: _ClassVar[int]
     producer_group: str
     topic: str
     queue_id: int
@@ -234,7 +235,8 @@ class SendMessageRequest(_message.Message):
     reconsume_times: int
     max_reconsume_times: int
     compact_result: bool
-    def __init__(self, producer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., born_host: _Optional[str] = ..., born_timestamp: _Optional[int] = ..., reconsume_times: _Optional[int] = ..., max_reconsume_times: _Optional[int] = ..., compact_result: _Optional[bool] = ...) -> None: ...
+    batch_body: bytes
+    def __init__(self, producer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., born_host: _Optional[str] = ..., born_timestamp: _Optional[int] = ..., reconsume_times: _Optional[int] = ..., max_reconsume_times: _Optional[int] = ..., compact_result: _Optional[bool] = ..., batch_body: _Optional[bytes] = ...) -> None: ...
 
 class SendResultEntry(_message.Message):
     __slots__ = ("msg_id", "queue_offset", "commit_log_offset")

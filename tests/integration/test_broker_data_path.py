@@ -11,8 +11,10 @@ import grpc
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
+from protocol.batch import encode_batch
 from protocol.broker_connections import BrokerConnections
 from protocol.errors import RESPONSE_CODE_KEY
+from protocol.message import Message
 from protocol.record import create_message_ids, decode_records, parse_host
 from protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
@@ -290,3 +292,68 @@ async def test_bad_input_gets_clear_statuses_and_the_broker_keeps_serving(
     ok = await stub.SendMessage(send_request("Bad", 0, [b"fine"]), timeout=3)
     got = await stub.PullMessage(pull_request("Bad", 0, 0), timeout=3)
     assert [m.body for m in got.messages] == [b"fine"] and ok.results[0].queue_offset == 0
+
+
+def body_request(topic: str, queue_id: int, messages: list[Message]) -> broker_pb2.SendMessageRequest:
+    return broker_pb2.SendMessageRequest(
+        producer_group="pg",
+        topic=topic,
+        queue_id=queue_id,
+        batch_body=encode_batch(messages),
+        compact_result=True,
+    )
+
+
+async def test_a_batch_body_is_stored_like_the_same_messages(stub: Any) -> None:
+    await create_topic(stub, "TBody")
+    messages = [
+        Message("TBody", b"b%d" % i, tags="TagB" if i % 2 else None, keys=f"k{i}",
+                properties={"p": str(i)})
+        for i in range(6)
+    ]
+    sent = await stub.SendMessage(body_request("TBody", 1, messages), timeout=3)
+    assert sent.first_queue_offset == 0 and len(sent.commit_log_offsets) == 6
+    raw = await stub.PullMessage(pull_request("TBody", 1, 0, raw_records=True), timeout=3)
+    got = decode_records(raw.records, raw.broker_name, check_crc=True)
+    assert [(m.body, m.tags, m.keys, m.properties) for m in got] == [
+        (m.body, m.tags, m.keys, m.properties) for m in messages
+    ]
+    tagged = await stub.PullMessage(
+        pull_request("TBody", 1, 0, raw_records=True, sub_expression="TagB"), timeout=3
+    )
+    assert [m.body for m in decode_records(tagged.records)] == [b"b1", b"b3", b"b5"]
+
+
+async def test_a_batch_body_with_a_delay_level_takes_the_delayed_path(stub: Any) -> None:
+    await create_topic(stub, "TBodyDelay")
+    request = body_request(
+        "TBodyDelay", 0, [Message("TBodyDelay", b"now"), Message("TBodyDelay", b"later",
+                                                                   delay_time_level=3)]
+    )
+    sent = await stub.SendMessage(request, timeout=3)
+    assert len(sent.results) == 2 and not sent.commit_log_offsets
+    got = await stub.PullMessage(pull_request("TBodyDelay", 0, 0, raw_records=True), timeout=3)
+    assert [m.body for m in decode_records(got.records)] == [b"now"]
+
+
+async def test_a_bad_batch_body_gets_a_clear_status_and_nothing_is_stored(stub: Any) -> None:
+    await create_topic(stub, "TBodyBad", queues=1)
+    good = encode_batch([Message("TBodyBad", b"one"), Message("TBodyBad", b"two")])
+    request = body_request("TBodyBad", 0, [])
+    request.batch_body = good + b"\x00\x00\x00"
+    code, details, _ = await _status(stub.SendMessage(request, timeout=3))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "batch_body item 2" in details
+    request.batch_body = encode_batch([Message("TBodyBad", b"ok"), Message("TBodyBad", b"")])
+    code, details, _ = await _status(stub.SendMessage(request, timeout=3))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "messages[1]" in details
+    request.batch_body = encode_batch([Message("TBodyBad", b"x" * (4 * 1024 * 1024 + 1))])
+    code, details, _ = await _status(stub.SendMessage(request, timeout=10))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "4194304" in details
+    both = send_request("TBodyBad", 0, [b"x"])
+    both.batch_body = good
+    code, details, _ = await _status(stub.SendMessage(both, timeout=3))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "not both" in details
+    stats = await stub.GetTopicStatsInfo(
+        broker_pb2.GetTopicStatsInfoRequest(topic="TBodyBad"), timeout=3
+    )
+    assert [o.max_offset for o in stats.offsets] == [0]

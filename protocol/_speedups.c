@@ -1,0 +1,446 @@
+/*
+ * protocol._speedups: the two per-message loops of the data path, in C.
+ *
+ * Optional: protocol.record and protocol.batch hold the reference implementations in Python
+ * and use these only when the module was built (and AIOROCKETMQ_NO_EXTENSIONS is not set).
+ * The tests run both and compare their output byte for byte.
+ *
+ * Each function handles the well-formed, common case and answers None for anything else (a
+ * malformed batch, a property set the Python side must look at, a record that fails a check):
+ * the caller then runs the Python implementation, which raises the precise error or takes the
+ * general path. So the rules and the error messages live in one place, the Python code.
+ *
+ * - build_records: a send's batch body (RocketMQ's MessageBatch encoding, one
+ *   MessageDecoder.encodeMessage after the other) into commit-log records and consume-queue
+ *   units, as CommitLog's MessageExtEncoder does for a batch.
+ * - decode_records: a pull's records into MessageExt objects.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MESSAGE_MAGIC_CODE ((int32_t)0xDAA320ABu)
+#define BATCH_ITEM_FIXED 22 /* TOTALSIZE MAGICCODE BODYCRC FLAG BODYLEN ... PROPERTIESLEN */
+#define HEAD_FIXED 36       /* TOTALSIZE MAGICCODE BODYCRC QUEUEID FLAG QUEUEOFFSET PHYSICALOFFSET */
+#define SYSFLAG_POS 36
+#define BORNHOST_V6_FLAG (1 << 4)
+#define STOREHOST_V6_FLAG (1 << 5)
+#define CQ_UNIT_SIZE 20
+#define PROPERTY_CACHE_MAX 1024
+
+/* ---- CRC32 (zlib's polynomial), slicing by eight ------------------------------------------ */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = crc_table[0][n];
+        for (int t = 1; t < 8; t++) {
+            c = crc_table[0][c & 0xFF] ^ (c >> 8);
+            crc_table[t][n] = c;
+        }
+    }
+}
+
+static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                           (uint32_t)p[3] << 24);
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
+            crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^
+            crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- big-endian fields -------------------------------------------------------------------- */
+static inline int32_t rd32(const unsigned char *p) {
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+static inline int16_t rd16(const unsigned char *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+static inline int64_t rd64(const unsigned char *p) {
+    return (int64_t)((uint64_t)(uint32_t)rd32(p) << 32 | (uint32_t)rd32(p + 4));
+}
+static inline void wr32(unsigned char *p, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    p[0] = (unsigned char)(u >> 24);
+    p[1] = (unsigned char)(u >> 16);
+    p[2] = (unsigned char)(u >> 8);
+    p[3] = (unsigned char)u;
+}
+static inline void wr16(unsigned char *p, int16_t v) {
+    p[0] = (unsigned char)((uint16_t)v >> 8);
+    p[1] = (unsigned char)v;
+}
+static inline void wr64(unsigned char *p, int64_t v) {
+    wr32(p, (int32_t)((uint64_t)v >> 32));
+    wr32(p + 4, (int32_t)(uint64_t)v);
+}
+
+/* The cached answer of `fn(raw)` for the raw bytes at p (a new reference), or NULL with an
+ * error set. The cache keeps at most PROPERTY_CACHE_MAX entries. */
+static PyObject *cached_call(PyObject *cache, PyObject *fn, const unsigned char *p, Py_ssize_t n) {
+    PyObject *key = PyBytes_FromStringAndSize((const char *)p, n);
+    if (key == NULL) return NULL;
+    PyObject *value = PyDict_GetItemWithError(cache, key);
+    if (value != NULL) {
+        Py_INCREF(value);
+        Py_DECREF(key);
+        return value;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    value = PyObject_CallOneArg(fn, key);
+    if (value != NULL && PyDict_GET_SIZE(cache) < PROPERTY_CACHE_MAX &&
+        PyDict_SetItem(cache, key, value) < 0) {
+        Py_CLEAR(value);
+    }
+    Py_DECREF(key);
+    return value;
+}
+
+/* ---- build_records ------------------------------------------------------------------------ */
+PyDoc_STRVAR(build_records_doc,
+"build_records(batch, queue_id, queue_offset, position, middle, topic_part, max_body,\n"
+"              property_code, cache)\n"
+"--\n\n"
+"The commit-log records and consume-queue units of a batch body, or None.\n\n"
+"(end position, records, units, record positions, distinct tags codes); None when an item\n"
+"is malformed, its body is empty or over max_body, or property_code answers None for its\n"
+"properties (then the Python implementation decides).");
+
+static PyObject *build_records(PyObject *self, PyObject *args) {
+    Py_buffer batch, middle, topic_part;
+    int queue_id, max_body;
+    long long queue_offset, position;
+    PyObject *property_code, *cache;
+    if (!PyArg_ParseTuple(args, "y*iLLy*y*iOO!", &batch, &queue_id, &queue_offset, &position,
+                          &middle, &topic_part, &max_body, &property_code, &PyDict_Type,
+                          &cache))
+        return NULL;
+    PyObject *result = NULL, *records = NULL, *units = NULL, *placed = NULL, *codes = NULL;
+    int64_t *item_codes = NULL;
+    const unsigned char *in = batch.buf;
+    const Py_ssize_t n_in = batch.len;
+    const Py_ssize_t head_size = HEAD_FIXED + middle.len + 4;
+    const Py_ssize_t tail_fixed = topic_part.len + 2;
+
+    /* First pass: check every item, count them and the output size. */
+    Py_ssize_t count = 0, out_size = 0, pos = 0;
+    while (pos < n_in) {
+        if (n_in - pos < BATCH_ITEM_FIXED) goto fallback;
+        const unsigned char *p = in + pos;
+        int32_t total = rd32(p), body_len = rd32(p + 16);
+        if (total < BATCH_ITEM_FIXED || total > n_in - pos || body_len < 1 || body_len > max_body ||
+            body_len > total - BATCH_ITEM_FIXED)
+            goto fallback;
+        int16_t props_len = rd16(p + 20 + body_len);
+        if (props_len < 0 || props_len != total - BATCH_ITEM_FIXED - body_len) goto fallback;
+        out_size += head_size + body_len + tail_fixed + props_len;
+        count++;
+        pos += total;
+    }
+    if (count == 0) goto fallback;
+    item_codes = PyMem_Malloc(sizeof(int64_t) * (size_t)count);
+    if (item_codes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    codes = PyList_New(0);
+    if (codes == NULL) goto done;
+    /* The tags code of each item, from its properties (Python decides, once per distinct set). */
+    {
+        int64_t last = 0;
+        int have_last = 0;
+        pos = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            const unsigned char *p = in + pos;
+            int32_t total = rd32(p), body_len = rd32(p + 16);
+            Py_ssize_t props_len = total - BATCH_ITEM_FIXED - body_len;
+            int64_t code = 0;
+            if (props_len > 0) {
+                PyObject *answer =
+                    cached_call(cache, property_code, p + BATCH_ITEM_FIXED + body_len, props_len);
+                if (answer == NULL) goto done;
+                if (answer == Py_None) {
+                    Py_DECREF(answer);
+                    goto fallback;
+                }
+                code = PyLong_AsLongLong(answer);
+                Py_DECREF(answer);
+                if (code == -1 && PyErr_Occurred()) goto done;
+            }
+            item_codes[i] = code;
+            if (!have_last || code != last) {
+                PyObject *boxed = PyLong_FromLongLong(code);
+                if (boxed == NULL) goto done;
+                int seen = PySequence_Contains(codes, boxed);
+                if (seen == 0 && PyList_Append(codes, boxed) < 0) seen = -1;
+                Py_DECREF(boxed);
+                if (seen < 0) goto done;
+                last = code;
+                have_last = 1;
+            }
+            pos += total;
+        }
+    }
+
+    /* Second pass: write the records and the units. */
+    records = PyBytes_FromStringAndSize(NULL, out_size);
+    units = PyBytes_FromStringAndSize(NULL, count * CQ_UNIT_SIZE);
+    placed = PyList_New(count);
+    if (records == NULL || units == NULL || placed == NULL) goto done;
+    {
+        unsigned char *out = (unsigned char *)PyBytes_AS_STRING(records);
+        unsigned char *unit = (unsigned char *)PyBytes_AS_STRING(units);
+        int64_t qoff = queue_offset, phys = position;
+        pos = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            const unsigned char *p = in + pos;
+            int32_t total = rd32(p), flag = rd32(p + 12), body_len = rd32(p + 16);
+            int32_t props_len = total - BATCH_ITEM_FIXED - body_len;
+            const unsigned char *body = p + 20;
+            int32_t size = (int32_t)(head_size + body_len + tail_fixed + props_len);
+            wr32(out, size);
+            wr32(out + 4, MESSAGE_MAGIC_CODE);
+            wr32(out + 8, (int32_t)(crc32_of(body, body_len) & 0x7FFFFFFFu));
+            wr32(out + 12, queue_id);
+            wr32(out + 16, flag);
+            wr64(out + 20, qoff);
+            wr64(out + 28, phys);
+            memcpy(out + HEAD_FIXED, middle.buf, (size_t)middle.len);
+            wr32(out + HEAD_FIXED + middle.len, body_len);
+            unsigned char *q = out + head_size;
+            memcpy(q, body, (size_t)body_len);
+            q += body_len;
+            memcpy(q, topic_part.buf, (size_t)topic_part.len);
+            q += topic_part.len;
+            wr16(q, (int16_t)props_len);
+            memcpy(q + 2, body + body_len + 2, (size_t)props_len);
+            wr64(unit, phys);
+            wr32(unit + 8, size);
+            wr64(unit + 12, item_codes[i]);
+            PyObject *at = PyLong_FromLongLong(phys);
+            if (at == NULL) goto done;
+            PyList_SET_ITEM(placed, i, at);
+            out += size;
+            unit += CQ_UNIT_SIZE;
+            phys += size;
+            qoff++;
+            pos += total;
+        }
+        result = Py_BuildValue("(LOOOO)", (long long)phys, records, units, placed, codes);
+    }
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(item_codes);
+    Py_XDECREF(records);
+    Py_XDECREF(units);
+    Py_XDECREF(placed);
+    Py_XDECREF(codes);
+    PyBuffer_Release(&batch);
+    PyBuffer_Release(&middle);
+    PyBuffer_Release(&topic_part);
+    return result;
+}
+
+/* ---- decode_records ----------------------------------------------------------------------- */
+PyDoc_STRVAR(decode_records_doc,
+"decode_records(data, broker_name, message_ext, split, cache, format_host, check_crc)\n"
+"--\n\n"
+"The MessageExt of every record of data (records back to back), or None.\n\n"
+"None when a record fails a check (magic, sizes, UTF-8, the body CRC with check_crc): the\n"
+"Python implementation then names the problem. split(raw properties) -> (tags, keys,\n"
+"properties) is called once per distinct properties (kept in cache); format_host(ip, port)\n"
+"once per distinct host.");
+
+static const char HEX[] = "0123456789ABCDEF";
+
+static PyObject *decode_records(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    PyObject *broker_name, *message_ext, *split, *cache, *format_host;
+    int check_crc;
+    if (!PyArg_ParseTuple(args, "y*UOOO!Op", &data, &broker_name, &message_ext, &split,
+                          &PyDict_Type, &cache, &format_host, &check_crc))
+        return NULL;
+    const unsigned char *buf = data.buf;
+    const Py_ssize_t n = data.len;
+    PyObject *out = PyList_New(0);
+    PyObject *topic = NULL, *born_host = NULL, *store_host = NULL;
+    const unsigned char *topic_raw = NULL;
+    Py_ssize_t topic_raw_len = -1;
+    unsigned char born_key[20], store_key[20]; /* ip + port of the cached host strings */
+    Py_ssize_t born_key_len = -1, store_key_len = -1;
+    if (out == NULL) goto error;
+    const Py_ssize_t min_size = 93; /* protocol.record.MIN_RECORD_SIZE */
+    Py_ssize_t pos = 0;
+    while (pos < n) {
+        if (n - pos < min_size) goto fallback;
+        const unsigned char *p = buf + pos;
+        int32_t total = rd32(p);
+        if (rd32(p + 4) != MESSAGE_MAGIC_CODE || total < min_size || total > n - pos)
+            goto fallback;
+        int sysflag = p[SYSFLAG_POS + 3];
+        Py_ssize_t born_ip_len = sysflag & BORNHOST_V6_FLAG ? 16 : 4;
+        Py_ssize_t store_ip_len = sysflag & STOREHOST_V6_FLAG ? 16 : 4;
+        const unsigned char *born = p + 48;                       /* ip, then port */
+        const unsigned char *store_ts = born + born_ip_len + 4;   /* STORETIMESTAMP */
+        const unsigned char *store = store_ts + 8;                /* ip, then port */
+        const unsigned char *rest = store + store_ip_len + 4;     /* RECONSUMETIMES */
+        Py_ssize_t head_size = (rest + 16) - p;                   /* up to the body */
+        if (head_size + 2 > total) goto fallback;
+        int32_t body_len = rd32(rest + 12);
+        if (body_len < 0 || body_len > total - head_size - 2) goto fallback;
+        const unsigned char *body = p + head_size;
+        const unsigned char *topic_at = body + body_len;
+        const unsigned char *end = p + total;
+        Py_ssize_t topic_len = (topic_at[0] << 8) | topic_at[1];
+        Py_ssize_t after_topic = (end - topic_at) - 2 - topic_len; /* properties, with length */
+        if (after_topic < 2) goto fallback;
+        const unsigned char *props_at = topic_at + 2 + topic_len;
+        if (((props_at[0] << 8) | props_at[1]) != after_topic - 2) goto fallback;
+        int32_t body_crc = rd32(p + 8);
+        if (check_crc && (int32_t)(crc32_of(body, body_len) & 0x7FFFFFFFu) != body_crc)
+            goto fallback;
+
+        if (topic_len != topic_raw_len || memcmp(topic_raw, topic_at + 2, (size_t)topic_len)) {
+            Py_XSETREF(topic, PyUnicode_DecodeUTF8((const char *)topic_at + 2, topic_len, NULL));
+            if (topic == NULL) goto fallback_clear;
+            topic_raw = topic_at + 2;
+            topic_raw_len = topic_len;
+        }
+        Py_ssize_t born_len = born_ip_len + 4, store_len = store_ip_len + 4;
+        if (born_len != born_key_len || memcmp(born_key, born, (size_t)born_len)) {
+            Py_XSETREF(born_host, PyObject_CallFunction(format_host, "y#i", born, born_ip_len,
+                                                        (int)rd32(born + born_ip_len)));
+            if (born_host == NULL) goto error;
+            memcpy(born_key, born, (size_t)born_len);
+            born_key_len = born_len;
+        }
+        if (store_len != store_key_len || memcmp(store_key, store, (size_t)store_len)) {
+            Py_XSETREF(store_host, PyObject_CallFunction(format_host, "y#i", store, store_ip_len,
+                                                         (int)rd32(store + store_ip_len)));
+            if (store_host == NULL) goto error;
+            memcpy(store_key, store, (size_t)store_len);
+            store_key_len = store_len;
+        }
+        /* The offset message id: store host ip + port + commit log offset, upper-case hex. */
+        char id[2 * (16 + 4 + 8)];
+        Py_ssize_t id_len = 0;
+        for (Py_ssize_t i = 0; i < store_len; i++) {
+            id[id_len++] = HEX[store[i] >> 4];
+            id[id_len++] = HEX[store[i] & 0xF];
+        }
+        for (int i = 0; i < 8; i++) {
+            id[id_len++] = HEX[p[28 + i] >> 4];
+            id[id_len++] = HEX[p[28 + i] & 0xF];
+        }
+
+        PyObject *tags = Py_None, *keys = Py_None, *props, *split_answer = NULL;
+        Py_ssize_t props_len = end - props_at - 2;
+        if (props_len > 0) {
+            split_answer = cached_call(cache, split, props_at + 2, props_len);
+            if (split_answer == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) goto fallback_clear;
+                goto error;
+            }
+            if (!PyTuple_Check(split_answer) || PyTuple_GET_SIZE(split_answer) != 3) {
+                Py_DECREF(split_answer);
+                PyErr_SetString(PyExc_TypeError, "split must answer (tags, keys, properties)");
+                goto error;
+            }
+            tags = PyTuple_GET_ITEM(split_answer, 0);
+            keys = PyTuple_GET_ITEM(split_answer, 1);
+            props = PyDict_Copy(PyTuple_GET_ITEM(split_answer, 2));
+        } else {
+            props = PyDict_New();
+        }
+        PyObject *values[18] = {
+            topic,
+            PyBytes_FromStringAndSize((const char *)body, body_len),
+            broker_name,
+            PyLong_FromLong(rd32(p + 12)),
+            PyLong_FromLongLong(rd64(p + 20)),
+            PyLong_FromLongLong(rd64(p + 28)),
+            PyUnicode_FromStringAndSize(id, id_len),
+            tags,
+            keys,
+            PyLong_FromLong(rd32(p + 16)),
+            props,
+            PyLong_FromLongLong(rd64(p + 40)),
+            born_host,
+            PyLong_FromLongLong(rd64(store_ts)),
+            store_host,
+            PyLong_FromLong(rd32(rest)),
+            PyLong_FromLong(total),
+            PyLong_FromLong(body_crc),
+        };
+        static const int owned[] = {1, 3, 4, 5, 6, 9, 10, 11, 13, 15, 16, 17};
+        PyObject *message = NULL;
+        int ok = 1;
+        for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+            if (values[owned[i]] == NULL) ok = 0;
+        if (ok) message = PyObject_Vectorcall(message_ext, values, 18, NULL);
+        for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) Py_XDECREF(values[owned[i]]);
+        Py_XDECREF(split_answer);
+        if (message == NULL) goto error;
+        int appended = PyList_Append(out, message);
+        Py_DECREF(message);
+        if (appended < 0) goto error;
+        pos += total;
+    }
+    goto done;
+fallback_clear:
+    PyErr_Clear();
+fallback:
+    Py_XSETREF(out, Py_NewRef(Py_None));
+    goto done;
+error:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(topic);
+    Py_XDECREF(born_host);
+    Py_XDECREF(store_host);
+    PyBuffer_Release(&data);
+    return out;
+}
+
+PyDoc_STRVAR(crc32_doc, "crc32(data) -> int\n--\n\nzlib's CRC32 of data (a check of this module's).");
+
+static PyObject *crc32_py(PyObject *self, PyObject *arg) {
+    Py_buffer data;
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t c = crc32_of(data.buf, data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyMethodDef methods[] = {
+    {"build_records", build_records, METH_VARARGS, build_records_doc},
+    {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
+    {"crc32", crc32_py, METH_O, crc32_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "protocol._speedups",
+    "The data path's per-message loops in C (optional; see protocol.record).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,28 @@
+"""Types of ``protocol._speedups`` (C, optional): see ``protocol.batch`` and ``protocol.record``."""
+
+from collections.abc import Callable
+from typing import Any
+
+def build_records(
+    batch: bytes,
+    queue_id: int,
+    queue_offset: int,
+    position: int,
+    middle: bytes,
+    topic_part: bytes,
+    max_body: int,
+    property_code: Callable[[bytes], int | None],
+    cache: dict[bytes, int | None],
+    /,
+) -> tuple[int, bytes, bytes, list[int], list[int]] | None: ...
+def decode_records(
+    data: bytes | memoryview,
+    broker_name: str,
+    message_ext: type[Any],
+    split: Callable[[bytes], tuple[str | None, str | None, dict[str, str]]],
+    cache: dict[bytes, tuple[str | None, str | None, dict[str, str]]],
+    format_host: Callable[[bytes, int], str],
+    check_crc: bool,
+    /,
+) -> list[Any] | None: ...
+def crc32(data: bytes, /) -> int: ...

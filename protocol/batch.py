@@ -1,0 +1,259 @@
+"""A send's batch body: RocketMQ's MessageBatch encoding, and the broker's pass over it.
+
+RocketMQ's producer sends a batch as one body, its messages encoded back to back, and the
+broker turns that body into commit-log records in one pass (``CommitLog.MessageExtEncoder``).
+``SendMessageRequest.batch_body`` is that body. Rules:
+
+- One item per message (RocketMQ's ``MessageDecoder.encodeMessage``), big-endian::
+
+      0  TOTALSIZE   int32   the item
+      4  MAGICCODE   int32   0
+      8  BODYCRC     int32   0 (the broker computes the CRC)
+     12  FLAG        int32
+     16  BODY        int32 length + bytes
+      .  PROPERTIES  int16 length + UTF-8 ``key\\x01value\\x02`` pairs: the message's own, TAGS,
+                     KEYS and DELAY (``encode_batch`` writes them in that order)
+
+- ``build_records`` (broker): the records and consume-queue units of a batch, when every item
+  is well formed, its body 1..``max_body`` bytes, and its properties well formed with no delay
+  level (``property_code``); otherwise None, and the broker decodes the batch into messages
+  (``decode_batch``, whose errors name the item) and takes its general path, which also delays
+  and checks everything else. The records are exactly those of ``protocol.record``'s
+  ``RecordBatchEncoder``, with the properties stored as the producer encoded them.
+- ``protocol._speedups.build_records`` is the same function in C, used when it was built
+  (set ``AIOROCKETMQ_NO_EXTENSIONS=1`` to use this module's); the tests compare the two.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Callable, Iterable
+
+from protocol.errors import MessageIllegal
+from protocol.message import Message, MessageConst
+from protocol.record import MESSAGE_MAGIC_CODE, decode_properties, encode_properties
+from protocol.tags import java_string_hash
+
+__all__ = [
+    "ITEM_FIXED_SIZE",
+    "MAX_PROPERTIES_LENGTH",
+    "build_records",
+    "build_records_py",
+    "decode_batch",
+    "encode_batch",
+    "message_properties",
+    "property_code",
+]
+
+ITEM_FIXED_SIZE = 22
+"""An item's size less its body and properties."""
+MAX_PROPERTIES_LENGTH = 32767  # an int16 length
+_ITEM_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLEN
+_I16 = struct.Struct(">h")
+_CQ_UNIT = struct.Struct(">qiq")  # the consume queue's entry: offset, size, tags code
+
+BuildResult = tuple[int, bytes, bytes, list[int], list[int]]
+"""(end position, records, consume-queue units, record positions, distinct tags codes)."""
+
+
+# ---- the producer's side ------------------------------------------------------------------------
+def message_properties(message: Message) -> bytes:
+    """A message's properties as stored: its own, then TAGS, KEYS and DELAY."""
+    merged = dict(message.properties)
+    if message.tags:
+        merged[MessageConst.PROPERTY_TAGS] = message.tags
+    if message.keys:
+        merged[MessageConst.PROPERTY_KEYS] = message.keys
+    if message.delay_time_level > 0:
+        merged[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(message.delay_time_level)
+    return encode_properties(merged).encode() if merged else b""
+
+
+def encode_batch(messages: Iterable[Message]) -> bytes:
+    """The batch body of ``messages`` (their topic travels in the request).
+
+    ``MessageIllegal`` when a message's properties do not fit the int16 length.
+    """
+    parts: list[bytes] = []
+    add = parts.append
+    for index, message in enumerate(messages):
+        body = message.body
+        properties = message_properties(message)
+        if len(properties) > MAX_PROPERTIES_LENGTH:
+            raise MessageIllegal(
+                f"messages[{index}]: message properties are {len(properties)} bytes, over the "
+                f"limit {MAX_PROPERTIES_LENGTH}"
+            )
+        add(
+            _ITEM_HEAD.pack(
+                ITEM_FIXED_SIZE + len(body) + len(properties), 0, 0, message.flag, len(body)
+            )
+        )
+        add(body)
+        add(_I16.pack(len(properties)))
+        add(properties)
+    return b"".join(parts)
+
+
+# ---- the broker's side ---------------------------------------------------------------------------
+def property_code(raw: bytes) -> int | None:
+    """The tags code (consume-queue tag hash) of well-formed properties with no delay level.
+
+    None when the properties are not UTF-8, not ``key\\x01value\\x02`` pairs with distinct
+    keys, or carry a delay level: the general path looks at those.
+    """
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    properties = decode_properties(text)
+    if encode_properties(properties) != text:
+        return None
+    if MessageConst.PROPERTY_DELAY_TIME_LEVEL in properties:
+        return None
+    tags = properties.get(MessageConst.PROPERTY_TAGS)
+    return java_string_hash(tags) if tags else 0
+
+
+def build_records_py(
+    batch: bytes,
+    queue_id: int,
+    queue_offset: int,
+    position: int,
+    middle: bytes,
+    topic_part: bytes,
+    max_body: int,
+    code_of: Callable[[bytes], int | None],
+    cache: dict[bytes, int | None],
+) -> BuildResult | None:
+    """The records of a batch from ``position`` on (``RecordBatchEncoder``'s layout), or None.
+
+    ``middle`` is the record's part from SYSFLAG to the prepared transaction offset and
+    ``topic_part`` the topic with its length, both the same for the whole batch.
+    """
+    items: list[tuple[int, bytes, bytes, int]] = []  # flag, body, properties, tags code
+    n, pos = len(batch), 0
+    head = _ITEM_HEAD.unpack_from
+    while pos < n:
+        if n - pos < ITEM_FIXED_SIZE:
+            return None
+        total, _, _, flag, body_length = head(batch, pos)
+        if not (ITEM_FIXED_SIZE <= total <= n - pos) or not 1 <= body_length <= max_body:
+            return None
+        if body_length > total - ITEM_FIXED_SIZE:
+            return None
+        properties_length = _I16.unpack_from(batch, pos + 20 + body_length)[0]
+        if properties_length != total - ITEM_FIXED_SIZE - body_length:
+            return None
+        body = batch[pos + 20 : pos + 20 + body_length]
+        properties = batch[pos + 22 + body_length : pos + total]
+        code = 0
+        if properties:
+            if properties in cache:
+                answer = cache[properties]
+            else:
+                answer = code_of(properties)
+                if len(cache) < 1024:
+                    cache[properties] = answer
+            if answer is None:
+                return None
+            code = answer
+        items.append((flag, body, properties, code))
+        pos += total
+    if not items:
+        return None
+    header = struct.Struct(f">iiiiiqq{len(middle)}si")
+    parts: list[bytes] = []
+    units: list[bytes] = []
+    placed: list[int] = []
+    codes: dict[int, None] = {}
+    for flag, body, properties, code in items:
+        size = header.size + len(body) + len(topic_part) + 2 + len(properties)
+        parts += (
+            header.pack(
+                size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag,
+                queue_offset, position, middle, len(body),
+            ),
+            body,
+            topic_part,
+            _I16.pack(len(properties)),
+            properties,
+        )
+        units.append(_CQ_UNIT.pack(position, size, code))
+        placed.append(position)
+        codes.setdefault(code)
+        queue_offset += 1
+        position += size
+    return position, b"".join(parts), b"".join(units), placed, list(codes)
+
+
+def decode_batch(batch: bytes, topic: str) -> list[Message]:
+    """The messages of a batch body; ``MessageIllegal`` names the first malformed item."""
+    messages: list[Message] = []
+    n, pos = len(batch), 0
+    while pos < n:
+        index = len(messages)
+        if n - pos < ITEM_FIXED_SIZE:
+            raise MessageIllegal(f"batch_body item {index}: truncated ({n - pos} bytes left)")
+        total, _, _, flag, body_length = _ITEM_HEAD.unpack_from(batch, pos)
+        if not (ITEM_FIXED_SIZE <= total <= n - pos) or not (
+            0 <= body_length <= total - ITEM_FIXED_SIZE
+        ):
+            raise MessageIllegal(
+                f"batch_body item {index}: bad sizes (total {total}, body {body_length}, "
+                f"{n - pos} bytes left)"
+            )
+        properties_length = _I16.unpack_from(batch, pos + 20 + body_length)[0]
+        if properties_length != total - ITEM_FIXED_SIZE - body_length:
+            raise MessageIllegal(
+                f"batch_body item {index}: properties length {properties_length} does not "
+                f"match the item's size {total}"
+            )
+        raw = batch[pos + 22 + body_length : pos + total]
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError as e:
+            raise MessageIllegal(f"batch_body item {index}: properties are not UTF-8") from e
+        properties = decode_properties(text)
+        if encode_properties(properties) != text:
+            raise MessageIllegal(
+                f"batch_body item {index}: properties are not key\\x01value\\x02 pairs with "
+                "distinct keys"
+            )
+        tags = properties.pop(MessageConst.PROPERTY_TAGS, None) or None
+        keys = properties.pop(MessageConst.PROPERTY_KEYS, None) or None
+        delay = properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, "0")
+        try:
+            delay_time_level = int(delay)
+        except ValueError as e:
+            raise MessageIllegal(f"batch_body item {index}: DELAY {delay!r} is not a level") from e
+        messages.append(
+            Message(
+                topic,
+                batch[pos + 20 : pos + 20 + body_length],
+                tags=tags,
+                keys=keys,
+                flag=flag,
+                properties=properties,
+                delay_time_level=delay_time_level,
+            )
+        )
+        pos += total
+    return messages
+
+
+def _speedup() -> Callable[..., BuildResult | None] | None:
+    if os.environ.get("AIOROCKETMQ_NO_EXTENSIONS"):
+        return None
+    try:
+        from protocol import _speedups
+    except ImportError:
+        return None
+    function: Callable[..., BuildResult | None] = _speedups.build_records
+    return function
+
+
+build_records: Callable[..., BuildResult | None] = _speedup() or build_records_py
+"""``build_records_py``, in C when ``protocol._speedups`` was built."""
