@@ -14,6 +14,7 @@
  *   MessageDecoder.encodeMessage after the other) into commit-log records and consume-queue
  *   units, as CommitLog's MessageExtEncoder does for a batch.
  * - decode_records: a pull's records into MessageExt objects.
+ * - select_units: which consume-queue entries a pull answers, and the runs of records to read.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -418,6 +419,81 @@ done:
     return out;
 }
 
+
+/* ---- select_units ------------------------------------------------------------------------- */
+PyDoc_STRVAR(select_units_doc,
+"select_units(units, max_nums, max_bytes, physical_min, code_set)\n"
+"--\n\n"
+"A pull's pick from consume-queue units: (scanned, chosen, runs).\n\n"
+"See broker.store.consume_queue.select_units_py, the reference.");
+
+static PyObject *select_units(PyObject *self, PyObject *args) {
+    Py_buffer units;
+    Py_ssize_t max_nums;
+    long long max_bytes, physical_min;
+    PyObject *code_set;
+    if (!PyArg_ParseTuple(args, "y*nLLO", &units, &max_nums, &max_bytes, &physical_min,
+                          &code_set))
+        return NULL;
+    PyObject *chosen = PyList_New(0), *runs = PyList_New(0), *result = NULL;
+    if (chosen == NULL || runs == NULL) goto done;
+    const unsigned char *u = units.buf;
+    Py_ssize_t n = units.len / CQ_UNIT_SIZE, scanned = 0, picked = 0, run_count = 0;
+    long long total = 0, run_start = 0, run_end = 0;
+    for (Py_ssize_t i = 0; i < n; i++, u += CQ_UNIT_SIZE) {
+        int64_t physical = rd64(u), code = rd64(u + 12);
+        int32_t size = rd32(u + 8);
+        if (picked >= max_nums || (max_bytes >= 0 && picked && total + size > max_bytes)) break;
+        scanned++;
+        if (size <= 0 || physical < physical_min) continue;
+        if (code_set != Py_None) {
+            PyObject *boxed = PyLong_FromLongLong(code);
+            if (boxed == NULL) goto done;
+            int in = PySet_Contains(code_set, boxed);
+            Py_DECREF(boxed);
+            if (in < 0) goto done;
+            if (!in) continue;
+        }
+        PyObject *item = Py_BuildValue("(Li)", (long long)physical, (int)size);
+        if (item == NULL) goto done;
+        int appended = PyList_Append(chosen, item);
+        Py_DECREF(item);
+        if (appended < 0) goto done;
+        if (run_count && physical == run_end) {
+            run_end += size;
+            run_count++;
+        } else {
+            if (run_count) {
+                PyObject *run = Py_BuildValue("(LLn)", run_start, run_end - run_start, run_count);
+                if (run == NULL || PyList_Append(runs, run) < 0) {
+                    Py_XDECREF(run);
+                    goto done;
+                }
+                Py_DECREF(run);
+            }
+            run_start = physical;
+            run_end = physical + size;
+            run_count = 1;
+        }
+        picked++;
+        total += size;
+    }
+    if (run_count) {
+        PyObject *run = Py_BuildValue("(LLn)", run_start, run_end - run_start, run_count);
+        if (run == NULL || PyList_Append(runs, run) < 0) {
+            Py_XDECREF(run);
+            goto done;
+        }
+        Py_DECREF(run);
+    }
+    result = Py_BuildValue("(nOO)", scanned, chosen, runs);
+done:
+    Py_XDECREF(chosen);
+    Py_XDECREF(runs);
+    PyBuffer_Release(&units);
+    return result;
+}
+
 PyDoc_STRVAR(crc32_doc, "crc32(data) -> int\n--\n\nzlib's CRC32 of data (a check of this module's).");
 
 static PyObject *crc32_py(PyObject *self, PyObject *arg) {
@@ -431,6 +507,7 @@ static PyObject *crc32_py(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"build_records", build_records, METH_VARARGS, build_records_doc},
     {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
+    {"select_units", select_units, METH_VARARGS, select_units_doc},
     {"crc32", crc32_py, METH_O, crc32_doc},
     {NULL, NULL, 0, NULL},
 };

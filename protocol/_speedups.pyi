@@ -25,4 +25,12 @@ def decode_records(
     check_crc: bool,
     /,
 ) -> list[Any] | None: ...
+def select_units(
+    units: bytes,
+    max_nums: int,
+    max_bytes: int,
+    physical_min: int,
+    code_set: frozenset[int] | None,
+    /,
+) -> tuple[int, list[tuple[int, int]], list[tuple[int, int, int]]]: ...
 def crc32(data: bytes, /) -> int: ...

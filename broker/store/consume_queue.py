@@ -32,10 +32,64 @@ from dataclasses import dataclass
 from broker.store.config import CQ_STORE_UNIT_SIZE
 from broker.store.files import pwrite_all
 
-__all__ = ["CQ_STORE_UNIT_SIZE", "CQ_UNIT", "ConsumeQueue"]
+__all__ = ["CQ_STORE_UNIT_SIZE", "CQ_UNIT", "ConsumeQueue", "select_units", "select_units_py"]
 
 CQ_UNIT = struct.Struct(">qiq")
 _READ_BACK_UNITS = 1024
+
+Selection = tuple[int, list[tuple[int, int]], list[tuple[int, int, int]]]
+"""(units scanned, chosen (commit log offset, size) in order, runs (start, bytes, records))."""
+
+
+def select_units_py(
+    units: bytes,
+    max_nums: int,
+    max_bytes: int,
+    physical_min: int,
+    code_set: frozenset[int] | None,
+) -> Selection:
+    """A pull's pick from consume-queue ``units``, read from the first on.
+
+    Takes up to ``max_nums`` entries and, if ``max_bytes`` >= 0, stops before the one that
+    would pass ``max_bytes`` (but takes at least one); skips blanks, entries below
+    ``physical_min`` (deleted) and, with a ``code_set``, tag hashes not in it. ``scanned``
+    counts every entry looked at, so the next pull starts after it. Chosen entries that lie
+    back to back in the commit log form one run: one read each.
+    """
+    chosen: list[tuple[int, int]] = []
+    runs: list[tuple[int, int, int]] = []
+    total = scanned = 0
+    run_start = run_end = run_count = 0
+    for physical, size, tags_code in CQ_UNIT.iter_unpack(units):
+        if len(chosen) >= max_nums or (max_bytes >= 0 and chosen and total + size > max_bytes):
+            break
+        scanned += 1
+        if size <= 0 or physical < physical_min:
+            continue
+        if code_set is not None and tags_code not in code_set:
+            continue
+        chosen.append((physical, size))
+        total += size
+        if run_count and physical == run_end:
+            run_end += size
+            run_count += 1
+        else:
+            if run_count:
+                runs.append((run_start, run_end - run_start, run_count))
+            run_start, run_end, run_count = physical, physical + size, 1
+    if run_count:
+        runs.append((run_start, run_end - run_start, run_count))
+    return scanned, chosen, runs
+
+
+def _select_units() -> Callable[..., Selection]:
+    from protocol.record import _speedups  # the C module, when built and not switched off
+
+    return select_units_py if _speedups is None else _speedups.select_units
+
+
+select_units: Callable[..., Selection] = _select_units()
+"""``select_units_py``, in C when ``protocol._speedups`` was built."""
 
 
 @dataclass(slots=True, eq=False)

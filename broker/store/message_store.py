@@ -80,7 +80,7 @@ from broker.store.commit_log import (
     tags_string_to_tags_code,
 )
 from broker.store.config import MessageStoreConfig
-from broker.store.consume_queue import CQ_UNIT, ConsumeQueue
+from broker.store.consume_queue import CQ_UNIT, ConsumeQueue, select_units
 from broker.store.files import fsync_all, fsync_dirs
 from broker.store.message_id import parse_host
 from protocol.batch import build_records, decode_batch, property_code
@@ -1076,25 +1076,16 @@ class MessageStore:
                 min_offset,
                 max_offset,
             )
-        physical_min = self._commit_log.min_offset
-        chosen: list[tuple[int, int]] = []
-        total = 0
-        scanned = 0
-        for physical, size, tags_code in CQ_UNIT.iter_unpack(units):
-            if len(chosen) >= max_nums or (
-                max_bytes is not None and chosen and total + size > max_bytes
-            ):
-                break
-            scanned += 1
-            if size <= 0 or physical < physical_min:
-                continue  # a blank, or a message already deleted
-            if expression is not None and not expression.matches_code(tags_code):
-                continue
-            chosen.append((physical, size))
-            total += size
+        scanned, chosen, runs = select_units(
+            units,
+            max_nums,
+            -1 if max_bytes is None else max_bytes,
+            self._commit_log.min_offset,
+            None if expression is None else expression.code_set,
+        )
         next_begin = offset + scanned
         if raw:
-            records, count, removed = self._read_raw(chosen, expression)
+            records, count, removed = self._read_raw(chosen, runs, expression)
             if count:
                 status = GetMessageStatus.FOUND
             elif removed:
@@ -1124,25 +1115,17 @@ class MessageStore:
         return GetMessageResult(status, next_begin, min_offset, max_offset, messages)
 
     def _read_raw(
-        self, chosen: list[tuple[int, int]], expression: SubscriptionExpression | None
+        self,
+        chosen: list[tuple[int, int]],
+        runs: list[tuple[int, int, int]],
+        expression: SubscriptionExpression | None,
     ) -> tuple[bytes, int, bool]:
         """``(records back to back, how many, whether some were gone)`` of ``chosen``.
 
-        Neighbouring records are read as one run (one ``pread``) and answered as read; only
-        with a tag filter is each record's TAGS property decoded, to drop hash collisions.
+        Each run of neighbouring records (``select_units``) is read with one ``pread`` and
+        answered as read; only with a tag filter is each record's TAGS property decoded, to
+        drop hash collisions.
         """
-        runs: list[tuple[int, int, int]] = []  # (commit log offset, bytes, records)
-        if chosen:
-            start, end = chosen[0]
-            end += start
-            first = 0
-            for index in range(1, len(chosen)):
-                physical, size = chosen[index]
-                if physical != end:
-                    runs.append((start, end - start, index - first))
-                    start, end, first = physical, physical, index
-                end += size
-            runs.append((start, end - start, len(chosen) - first))
         datas = self._commit_log.read_runs([(start, size) for start, size, _ in runs])
         parts: list[bytes | memoryview] = []
         count = 0

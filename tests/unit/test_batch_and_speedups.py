@@ -214,3 +214,45 @@ def test_c_decoder_caches_hosts_and_properties_without_sharing_dicts() -> None:
     messages[0].properties["changed"] = "yes"
     assert messages[1].properties == {"k": "v"}
     assert messages[2].store_host == format_host(*V6) and messages[2].born_host == "10.0.0.7:10911"
+
+
+units_st = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # gap before the record (0: back to back with the previous one)
+        st.integers(-1, 400),  # size (<= 0: a blank)
+        st.sampled_from([0, 11, 22, 33]),  # tags code
+    ),
+    max_size=60,
+)
+
+
+@needs_c
+@given(
+    units_st,
+    st.integers(1, 70),
+    st.integers(-1, 5000),
+    st.integers(0, 2000),
+    st.one_of(st.none(), st.frozensets(st.sampled_from([0, 11, 22, 33]))),
+)
+@settings(max_examples=300)
+def test_select_units_c_and_python_agree(
+    spec: list[tuple[int, int, int]],
+    max_nums: int,
+    max_bytes: int,
+    physical_min: int,
+    code_set: frozenset[int] | None,
+) -> None:
+    from broker.store.consume_queue import CQ_UNIT, select_units_py
+
+    position, parts = 0, []
+    for gap, size, code in spec:
+        position += gap
+        parts.append(CQ_UNIT.pack(position, size, code))
+        position += max(size, 0)
+    units = b"".join(parts)
+    expected = select_units_py(units, max_nums, max_bytes, physical_min, code_set)
+    assert speedups.select_units(units, max_nums, max_bytes, physical_min, code_set) == expected
+    scanned, chosen, runs = expected
+    assert len(chosen) <= max_nums and scanned <= len(spec)
+    assert sum(count for _, _, count in runs) == len(chosen)
+    assert sum(size for _, size, _ in runs) == sum(size for _, size in chosen)
