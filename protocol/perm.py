@@ -15,17 +15,19 @@ class PermName(IntFlag):
     READ = 4
     PRIORITY = 8
 
+    # Plain int arithmetic: these run on every send and pull, and IntFlag's operators build
+    # enum members.
     @staticmethod
     def is_readable(perm: int) -> bool:
-        return (perm & PermName.READ) == PermName.READ
+        return int(perm) & 4 == 4
 
     @staticmethod
     def is_writeable(perm: int) -> bool:
-        return (perm & PermName.WRITE) == PermName.WRITE
+        return int(perm) & 2 == 2
 
     @staticmethod
     def is_inherited(perm: int) -> bool:
-        return (perm & PermName.INHERIT) == PermName.INHERIT
+        return int(perm) & 1 == 1
 
     @staticmethod
     def is_valid(perm: int) -> bool:

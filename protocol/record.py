@@ -220,6 +220,11 @@ def decode_message_id(msg_id: str) -> tuple[str, int, int]:
 
 
 # ---- encoding -----------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=8)
+def _batch_header(middle_size: int) -> struct.Struct:
+    return struct.Struct(f">iiiiiqq{middle_size}si")
+
+
 class RecordBatchEncoder:
     """Builds the records of one batch: one topic and queue, one born and store host and time.
 
@@ -253,7 +258,7 @@ class RecordBatchEncoder:
             store_port, reconsume_times, 0,
         )
         # size magic crc qid flag qoff phys <middle> body_len
-        self.header = struct.Struct(f">iiiiiqq{len(self.middle)}si")
+        self.header = _batch_header(len(self.middle))
         self.topic_part = _I16.pack(len(topic)) + topic
         self._tails: dict[bytes, bytes] = {}
         self.fixed_size = self.header.size + len(self.topic_part) + 2
