@@ -4,23 +4,24 @@ Starts a name server, a broker (ASYNC_FLUSH, the default) and an echo server
 (``bench.echo_server``) as separate processes, then measures, with the same batch (100 bodies of
 256 bytes) and the same concurrency (8 callers, one call in flight each):
 
-- **produce**: SendMessage over raw stubs (asking for the compact result: one answer per
-  batch), and ``Producer.send_batch`` (route, queue selection, ``Message`` to proto conversion
-  included), in messages per second;
+- **produce**: SendMessage over raw stubs (the batch as RocketMQ's batch body, asking for the
+  compact result: one answer per batch), and ``Producer.send_batch`` (route, queue selection,
+  the batch body's encoding included), in messages per second;
 - **pull**: every message just produced is pulled back, queue by queue (one puller per queue),
   with RocketMQ's default ``max_msg_nums`` of 32 and with 1024 (the broker's
   ``max_pull_msg_nums`` cap), as raw records (``raw_records``) that this process decodes into
   ``MessageExt`` with ``protocol.record.decode_records``;
 - **end to end**: messages produced then pulled back / (produce time + pull time);
 - **echo**: the same request bytes, echoed unchanged by a grpc.aio server with a generic
-  handler: what gRPC alone costs per message (the baseline); and echoed after parsing them as a
-  ``SendMessageRequest`` (gRPC plus protobuf, for reference);
+  handler: what gRPC alone costs per message (the baseline); and the batch as 100 protobuf
+  messages, parsed and serialized on both sides (gRPC plus protobuf, for reference);
 - the ratio end to end / echo baseline, against the target of 40 %.
 
 Each timed phase also reports the server process's CPU time per message (from ``/proc``, on
 Linux), which says where the time goes better than the wall clock on a shared machine. Rates
 vary run to run: compare within one run. ``--legacy`` adds the wire's older paths for
-comparison: sends answered with one result per message, pulls answered with decoded messages.
+comparison: sends of protobuf messages, sends answered with one result per message, pulls
+answered with decoded messages.
 
 ``python -m bench.throughput [--duration S] [--senders N] [--batch N] [--body-size B] [--legacy]``
 """
