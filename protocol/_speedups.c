@@ -427,6 +427,15 @@ PyDoc_STRVAR(select_units_doc,
 "A pull's pick from consume-queue units: (scanned, chosen, runs).\n\n"
 "See broker.store.consume_queue.select_units_py, the reference.");
 
+/* Append the run (start, bytes, records) to runs; -1 with an error set on failure. */
+static int append_run(PyObject *runs, long long start, long long end, Py_ssize_t count) {
+    PyObject *run = Py_BuildValue("(LLn)", start, end - start, count);
+    if (run == NULL) return -1;
+    int appended = PyList_Append(runs, run);
+    Py_DECREF(run);
+    return appended;
+}
+
 static PyObject *select_units(PyObject *self, PyObject *args) {
     Py_buffer units;
     Py_ssize_t max_nums;
@@ -463,14 +472,7 @@ static PyObject *select_units(PyObject *self, PyObject *args) {
             run_end += size;
             run_count++;
         } else {
-            if (run_count) {
-                PyObject *run = Py_BuildValue("(LLn)", run_start, run_end - run_start, run_count);
-                if (run == NULL || PyList_Append(runs, run) < 0) {
-                    Py_XDECREF(run);
-                    goto done;
-                }
-                Py_DECREF(run);
-            }
+            if (run_count && append_run(runs, run_start, run_end, run_count) < 0) goto done;
             run_start = physical;
             run_end = physical + size;
             run_count = 1;
@@ -478,14 +480,7 @@ static PyObject *select_units(PyObject *self, PyObject *args) {
         picked++;
         total += size;
     }
-    if (run_count) {
-        PyObject *run = Py_BuildValue("(LLn)", run_start, run_end - run_start, run_count);
-        if (run == NULL || PyList_Append(runs, run) < 0) {
-            Py_XDECREF(run);
-            goto done;
-        }
-        Py_DECREF(run);
-    }
+    if (run_count && append_run(runs, run_start, run_end, run_count) < 0) goto done;
     result = Py_BuildValue("(nOO)", scanned, chosen, runs);
 done:
     Py_XDECREF(chosen);

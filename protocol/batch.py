@@ -26,14 +26,18 @@ broker turns that body into commit-log records in one pass (``CommitLog.MessageE
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from protocol.errors import MessageIllegal
 from protocol.message import Message, MessageConst
-from protocol.record import MESSAGE_MAGIC_CODE, decode_properties, encode_properties
+from protocol.record import (
+    MESSAGE_MAGIC_CODE,
+    batch_header,
+    decode_properties,
+    encode_properties,
+)
 from protocol.tags import java_string_hash
 
 __all__ = [
@@ -98,6 +102,47 @@ def encode_batch(messages: Iterable[Message]) -> bytes:
 
 
 # ---- the broker's side ---------------------------------------------------------------------------
+def _items(batch: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """``(position, TOTALSIZE, FLAG, body length)`` of each item; ``MessageIllegal`` names the
+    first malformed one (sizes that do not add up)."""
+    n, pos, index = len(batch), 0, 0
+    while pos < n:
+        if n - pos < ITEM_FIXED_SIZE:
+            raise MessageIllegal(f"batch_body item {index}: truncated ({n - pos} bytes left)")
+        total, _, _, flag, body_length = _ITEM_HEAD.unpack_from(batch, pos)
+        if not (ITEM_FIXED_SIZE <= total <= n - pos) or not (
+            0 <= body_length <= total - ITEM_FIXED_SIZE
+        ):
+            raise MessageIllegal(
+                f"batch_body item {index}: bad sizes (total {total}, body {body_length}, "
+                f"{n - pos} bytes left)"
+            )
+        properties_length = _I16.unpack_from(batch, pos + 20 + body_length)[0]
+        if properties_length != total - ITEM_FIXED_SIZE - body_length:
+            raise MessageIllegal(
+                f"batch_body item {index}: properties length {properties_length} does not "
+                f"match the item's size {total}"
+            )
+        yield pos, total, flag, body_length
+        pos += total
+        index += 1
+
+
+def _properties(raw: bytes) -> dict[str, str]:
+    """Properties that are UTF-8 ``key\\x01value\\x02`` pairs with distinct keys.
+
+    ``ValueError`` says what they are not.
+    """
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as e:
+        raise ValueError("properties are not UTF-8") from e
+    properties = decode_properties(text)
+    if encode_properties(properties) != text:
+        raise ValueError("properties are not key\\x01value\\x02 pairs with distinct keys")
+    return properties
+
+
 def property_code(raw: bytes) -> int | None:
     """The tags code (consume-queue tag hash) of well-formed properties with no delay level.
 
@@ -105,11 +150,8 @@ def property_code(raw: bytes) -> int | None:
     keys, or carry a delay level: the general path looks at those.
     """
     try:
-        text = raw.decode()
-    except UnicodeDecodeError:
-        return None
-    properties = decode_properties(text)
-    if encode_properties(properties) != text:
+        properties = _properties(raw)
+    except ValueError:
         return None
     if MessageConst.PROPERTY_DELAY_TIME_LEVEL in properties:
         return None
@@ -134,37 +176,28 @@ def build_records_py(
     ``topic_part`` the topic with its length, both the same for the whole batch.
     """
     items: list[tuple[int, bytes, bytes, int]] = []  # flag, body, properties, tags code
-    n, pos = len(batch), 0
-    head = _ITEM_HEAD.unpack_from
-    while pos < n:
-        if n - pos < ITEM_FIXED_SIZE:
-            return None
-        total, _, _, flag, body_length = head(batch, pos)
-        if not (ITEM_FIXED_SIZE <= total <= n - pos) or not 1 <= body_length <= max_body:
-            return None
-        if body_length > total - ITEM_FIXED_SIZE:
-            return None
-        properties_length = _I16.unpack_from(batch, pos + 20 + body_length)[0]
-        if properties_length != total - ITEM_FIXED_SIZE - body_length:
-            return None
-        body = batch[pos + 20 : pos + 20 + body_length]
-        properties = batch[pos + 22 + body_length : pos + total]
-        code = 0
-        if properties:
-            if properties in cache:
-                answer = cache[properties]
-            else:
-                answer = code_of(properties)
-                if len(cache) < 1024:
-                    cache[properties] = answer
-            if answer is None:
+    try:
+        for pos, total, flag, body_length in _items(batch):
+            if not 1 <= body_length <= max_body:
                 return None
-            code = answer
-        items.append((flag, body, properties, code))
-        pos += total
+            properties = batch[pos + 22 + body_length : pos + total]
+            code = 0
+            if properties:
+                if properties in cache:
+                    answer = cache[properties]
+                else:
+                    answer = code_of(properties)
+                    if len(cache) < 1024:
+                        cache[properties] = answer
+                if answer is None:
+                    return None
+                code = answer
+            items.append((flag, batch[pos + 20 : pos + 20 + body_length], properties, code))
+    except MessageIllegal:
+        return None
     if not items:
         return None
-    header = struct.Struct(f">iiiiiqq{len(middle)}si")
+    header = batch_header(len(middle))
     parts: list[bytes] = []
     units: list[bytes] = []
     placed: list[int] = []
@@ -192,36 +225,12 @@ def build_records_py(
 def decode_batch(batch: bytes, topic: str) -> list[Message]:
     """The messages of a batch body; ``MessageIllegal`` names the first malformed item."""
     messages: list[Message] = []
-    n, pos = len(batch), 0
-    while pos < n:
+    for pos, total, flag, body_length in _items(batch):
         index = len(messages)
-        if n - pos < ITEM_FIXED_SIZE:
-            raise MessageIllegal(f"batch_body item {index}: truncated ({n - pos} bytes left)")
-        total, _, _, flag, body_length = _ITEM_HEAD.unpack_from(batch, pos)
-        if not (ITEM_FIXED_SIZE <= total <= n - pos) or not (
-            0 <= body_length <= total - ITEM_FIXED_SIZE
-        ):
-            raise MessageIllegal(
-                f"batch_body item {index}: bad sizes (total {total}, body {body_length}, "
-                f"{n - pos} bytes left)"
-            )
-        properties_length = _I16.unpack_from(batch, pos + 20 + body_length)[0]
-        if properties_length != total - ITEM_FIXED_SIZE - body_length:
-            raise MessageIllegal(
-                f"batch_body item {index}: properties length {properties_length} does not "
-                f"match the item's size {total}"
-            )
-        raw = batch[pos + 22 + body_length : pos + total]
         try:
-            text = raw.decode()
-        except UnicodeDecodeError as e:
-            raise MessageIllegal(f"batch_body item {index}: properties are not UTF-8") from e
-        properties = decode_properties(text)
-        if encode_properties(properties) != text:
-            raise MessageIllegal(
-                f"batch_body item {index}: properties are not key\\x01value\\x02 pairs with "
-                "distinct keys"
-            )
+            properties = _properties(batch[pos + 22 + body_length : pos + total])
+        except ValueError as e:
+            raise MessageIllegal(f"batch_body item {index}: {e}") from e
         tags = properties.pop(MessageConst.PROPERTY_TAGS, None) or None
         keys = properties.pop(MessageConst.PROPERTY_KEYS, None) or None
         delay = properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, "0")
@@ -240,19 +249,13 @@ def decode_batch(batch: bytes, topic: str) -> list[Message]:
                 delay_time_level=delay_time_level,
             )
         )
-        pos += total
     return messages
 
 
 def _speedup() -> Callable[..., BuildResult | None] | None:
-    if os.environ.get("AIOROCKETMQ_NO_EXTENSIONS"):
-        return None
-    try:
-        from protocol import _speedups
-    except ImportError:
-        return None
-    function: Callable[..., BuildResult | None] = _speedups.build_records
-    return function
+    from protocol.record import _speedups  # the C module, when built and not switched off
+
+    return None if _speedups is None else _speedups.build_records
 
 
 build_records: Callable[..., BuildResult | None] = _speedup() or build_records_py

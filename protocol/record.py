@@ -64,6 +64,7 @@ __all__ = [
     "STOREHOSTADDRESS_V6_FLAG",
     "SYSFLAG_POS",
     "RecordBatchEncoder",
+    "batch_header",
     "create_message_id",
     "create_message_ids",
     "decode_message",
@@ -221,7 +222,8 @@ def decode_message_id(msg_id: str) -> tuple[str, int, int]:
 
 # ---- encoding -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=8)
-def _batch_header(middle_size: int) -> struct.Struct:
+def batch_header(middle_size: int) -> struct.Struct:
+    """A batch's record header, TOTALSIZE through the body length, for a ``middle`` of this size."""
     return struct.Struct(f">iiiiiqq{middle_size}si")
 
 
@@ -258,7 +260,7 @@ class RecordBatchEncoder:
             store_port, reconsume_times, 0,
         )
         # size magic crc qid flag qoff phys <middle> body_len
-        self.header = _batch_header(len(self.middle))
+        self.header = batch_header(len(self.middle))
         self.topic_part = _I16.pack(len(topic)) + topic
         self._tails: dict[bytes, bytes] = {}
         self.fixed_size = self.header.size + len(self.topic_part) + 2
