@@ -68,7 +68,13 @@ class Message:
 
 @dataclass(slots=True)
 class MessageExt:
-    """A stored message, with where and when it was stored."""
+    """A stored message, with where and when it was stored.
+
+    Those a pull decodes (``protocol.record.decode_records``, in C) are not tracked by the
+    cyclic garbage collector: they hold only strings, bytes, ints and a dict of strings, and a
+    consumer holds many. So do not build a reference cycle through one (a field or property
+    that refers back to it): such a cycle is freed only when broken.
+    """
 
     topic: str
     body: bytes

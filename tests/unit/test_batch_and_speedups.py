@@ -7,6 +7,7 @@ the general path).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import zlib
@@ -25,7 +26,7 @@ from protocol.batch import (
     property_code,
 )
 from protocol.errors import MessageIllegal
-from protocol.message import Message
+from protocol.message import Message, MessageExt
 from protocol.record import (
     RecordBatchEncoder,
     decode_records,
@@ -215,6 +216,40 @@ def test_c_decoder_caches_hosts_and_properties_without_sharing_dicts() -> None:
     assert messages[1].properties == {"k": "v"}
     assert messages[2].store_host == format_host(*V6) and messages[2].born_host == "10.0.0.7:10911"
 
+
+
+
+@needs_c
+@given(st.binary(max_size=1200), st.integers(0, 15))
+def test_c_crc32_by_table_and_by_carry_less_multiplication_match_zlib(
+    data: bytes, skip: int
+) -> None:
+    view = memoryview(data)[skip:]  # any start: the loads are unaligned
+    assert speedups.crc32(view) == speedups.crc32(view, table=True) == zlib.crc32(view)
+
+@needs_c
+def test_c_decoder_fills_message_ext_directly_or_calls_another_class() -> None:
+    """MessageExt's slots are filled without its __init__; any other class is called."""
+    built = build(
+        build_records_py, encode_batch([Message(TOPIC, b"a", tags="T")] * 2), encoder(V4, V4)
+    )
+    records = built[1]  # type: ignore[index]
+    direct = decode_records(records, "b")
+    assert direct == decode_records_py(records, "b")
+    assert type(direct[0]) is MessageExt and direct[0].tags == "T"
+
+    called: list[tuple[object, ...]] = []
+
+    def other(*fields: object) -> tuple[object, ...]:
+        called.append(fields)
+        return fields
+
+    answer = speedups.decode_records(
+        records, "b", other, record_module._split_properties, {}, format_host, False
+    )
+    assert answer == called and len(called) == 2
+    assert called[0] == tuple(getattr(direct[0], f.name) for f in dataclasses.fields(MessageExt))
+    assert decode_records(records, "b") == direct  # and back to MessageExt
 
 units_st = st.lists(
     st.tuples(
