@@ -668,7 +668,5 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     __builtin_cpu_init();
     use_clmul = __builtin_cpu_supports("pclmul") != 0;
 #endif
-    PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "HAS_CLMUL", use_clmul) < 0) Py_CLEAR(m);
-    return m;
+    return PyModule_Create(&module);
 }

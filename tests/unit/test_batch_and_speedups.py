@@ -217,8 +217,6 @@ def test_c_decoder_caches_hosts_and_properties_without_sharing_dicts() -> None:
     assert messages[2].store_host == format_host(*V6) and messages[2].born_host == "10.0.0.7:10911"
 
 
-
-
 @needs_c
 @given(st.binary(max_size=1200), st.integers(0, 15))
 def test_c_crc32_by_table_and_by_carry_less_multiplication_match_zlib(
@@ -226,6 +224,7 @@ def test_c_crc32_by_table_and_by_carry_less_multiplication_match_zlib(
 ) -> None:
     view = memoryview(data)[skip:]  # any start: the loads are unaligned
     assert speedups.crc32(view) == speedups.crc32(view, table=True) == zlib.crc32(view)
+
 
 @needs_c
 def test_c_decoder_fills_message_ext_directly_or_calls_another_class() -> None:
@@ -250,6 +249,7 @@ def test_c_decoder_fills_message_ext_directly_or_calls_another_class() -> None:
     assert answer == called and len(called) == 2
     assert called[0] == tuple(getattr(direct[0], f.name) for f in dataclasses.fields(MessageExt))
     assert decode_records(records, "b") == direct  # and back to MessageExt
+
 
 units_st = st.lists(
     st.tuples(
