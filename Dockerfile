@@ -10,9 +10,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# The package from the source tree: the metadata first, then every package pyproject.toml lists.
+# The package from the source tree: the metadata first, then the aiorocketmq folder and the role
+# folders its links point at (aiorocketmq/broker -> ../broker, ...).
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY setup.py ./setup.py
 COPY protocol ./protocol
 COPY nameserver ./nameserver
 COPY broker ./broker

@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 proto: $(STAMP)
-	$(PY) -m protocol.generate
+	$(PY) -m aiorocketmq.protocol.generate
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -12,10 +12,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from broker.broker_controller import BrokerController
-from broker.config import load_settings
-from nameserver.config import NamesrvConfig
-from nameserver.service import NameServer
+from aiorocketmq.broker.broker_controller import BrokerController
+from aiorocketmq.broker.config import load_settings
+from aiorocketmq.nameserver.config import NamesrvConfig
+from aiorocketmq.nameserver.service import NameServer
 
 __all__ = ["LocalCluster"]
 

@@ -1,6 +1,6 @@
 """Allocation stability: queues moved when one consumer joins or leaves, and the busiest consumer.
 
-No broker, no processes: the strategies of ``consumer.allocate`` are pure functions, run here as
+No broker, no processes: the strategies of ``aiorocketmq.consumer.allocate`` are pure functions, run here as
 every consumer of a group runs them (each computes its own share from the same sorted inputs).
 For 32 consumers x 128 queues by default, over ``--trials`` random sets of client ids (the
 same sets for every strategy), it prints for ``AVG``, ``CONSISTENT_HASH`` and
@@ -31,13 +31,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from consumer.allocate import (
+from aiorocketmq.consumer.allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueConsistentHashBounded,
     AllocateMessageQueueStrategy,
 )
-from protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = ["main"]
 

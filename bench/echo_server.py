@@ -21,9 +21,9 @@ from collections.abc import Sequence
 
 import grpc
 
+from aiorocketmq.protocol.rpc import new_server
+from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.runtime import run
-from protocol.rpc import new_server
-from protocol.v1 import broker_pb2
 
 __all__ = ["ECHO_METHOD", "ECHO_SEND_METHOD", "ECHO_SERVICE", "main", "serve"]
 

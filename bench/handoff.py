@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiorocketmq.consumer import ConsumeFromWhere, MessageQueue, PushConsumer
+from aiorocketmq.producer import Message, Producer
 from aiorocketmq.trace import tracer
 from aiorocketmq.trace_check import TraceReport, check
 from bench.procs import BrokerProcesses
 from bench.rebalance import SPACING_S, converge, new_consumer
-from consumer import ConsumeFromWhere, MessageQueue, PushConsumer
-from producer import Message, Producer
 
 TOPIC = "BenchHandoff"
 CONSUMERS = 32

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from nameserver.client import NameServerClient
-from protocol.broker_connections import BrokerConnections
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 
 __all__ = ["BrokerProcesses", "free_port"]
 

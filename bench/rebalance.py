@@ -23,9 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.trace import tracer
-from bench.procs import BrokerProcesses
-from consumer import (
+from aiorocketmq.consumer import (
     AllocateMessageQueueAveragely,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -33,6 +31,8 @@ from consumer import (
     MessageQueue,
     PushConsumer,
 )
+from aiorocketmq.trace import tracer
+from bench.procs import BrokerProcesses
 
 TOPIC = "BenchRebalance"
 SPACING_S = 2.2

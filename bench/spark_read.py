@@ -5,8 +5,8 @@ a topic (``--messages`` bodies of ``--body-size`` random bytes over ``--queues``
 reads every message back, alternating, ``--rounds`` times each:
 
 - **python client**: this process pulls each queue in turn with the synchronous client the data
-  source uses (``pipeline.client.SyncClient.pull_range``: PULL_MESSAGE of up to 1024 raw
-  records, decoded into ``MessageExt`` by ``protocol.record.decode_records``), one thread;
+  source uses (``aiorocketmq.pipeline.client.SyncClient.pull_range``: PULL_MESSAGE of up to 1024 raw
+  records, decoded into ``MessageExt`` by ``aiorocketmq.protocol.record.decode_records``), one thread;
 - **spark**: ``spark.read.format("aiorocketmq")`` in a ``local[2]`` session (started before the
   timing), written to Spark's ``noop`` sink so every row and column is produced: planning,
   one task per queue in two Python workers, pulls, decoding, Arrow batches, the JVM's rows.
@@ -75,7 +75,7 @@ def _cluster_down(root: Path) -> None:
 
 
 def _fill(client: Any, messages: int, body_size: int) -> None:
-    from protocol.v1 import common_pb2
+    from aiorocketmq.protocol.v1 import common_pb2
 
     rng = random.Random(1)
     bodies = [rng.randbytes(body_size) for _ in range(64)]
@@ -125,8 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pipeline.client import SyncClient, close_channels
-    from pipeline.session import spark_session
+    from aiorocketmq.pipeline.client import SyncClient, close_channels
+    from aiorocketmq.pipeline.session import spark_session
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-read-") as tmp:
         root = Path(tmp) / "cluster"

@@ -10,7 +10,7 @@ Starts a name server, a broker (ASYNC_FLUSH, the default) and an echo server
 - **pull**: every message just produced is pulled back, queue by queue (one puller per queue),
   with RocketMQ's default ``max_msg_nums`` of 32 and with 1024 (the broker's
   ``max_pull_msg_nums`` cap), as raw records (``raw_records``) that this process decodes into
-  ``MessageExt`` with ``protocol.record.decode_records``;
+  ``MessageExt`` with ``aiorocketmq.protocol.record.decode_records``;
 - **end to end**: messages produced then pulled back / (produce time + pull time);
 - **echo**: the same request bytes, echoed unchanged by a grpc.aio server with a generic
   handler: what gRPC alone costs per message (the baseline); and the batch as 100 protobuf
@@ -46,15 +46,15 @@ from typing import Any
 import grpc
 
 from aiorocketmq.logs import configure_logging
+from aiorocketmq.producer import Producer
+from aiorocketmq.protocol.batch import encode_batch
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.message import Message
+from aiorocketmq.protocol.record import decode_records
+from aiorocketmq.protocol.rpc import insecure_channel
+from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from aiorocketmq.runtime import run
 from bench.echo_server import ECHO_METHOD, ECHO_SEND_METHOD
-from producer import Producer
-from protocol.batch import encode_batch
-from protocol.errors import MQError
-from protocol.message import Message
-from protocol.record import decode_records
-from protocol.rpc import insecure_channel
-from protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 __all__ = ["main"]
 
@@ -369,7 +369,7 @@ async def measure(args: argparse.Namespace, work_dir: Path) -> Results:
         ns = stack.enter_context(
             server_process(
                 "mqnamesrv",
-                [py, "-m", "nameserver", "--listen", ns_addr, "--log-level", "WARNING"],
+                [py, "-m", "aiorocketmq.nameserver", "--listen", ns_addr, "--log-level", "WARNING"],
                 ns_addr,
                 work_dir,
             )
@@ -380,7 +380,7 @@ async def measure(args: argparse.Namespace, work_dir: Path) -> Results:
                 [
                     py,
                     "-m",
-                    "broker",
+                    "aiorocketmq.broker",
                     "-n",
                     ns_addr,
                     "--listen",

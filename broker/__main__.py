@@ -1,4 +1,4 @@
-"""``mqbroker`` / ``python -m broker``: run one broker until SIGINT or SIGTERM."""
+"""``mqbroker`` / ``python -m aiorocketmq.broker``: run one broker until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ import signal
 import sys
 from pathlib import Path
 
-import structlog
-
-from aiorocketmq.logs import configure_logging
+from aiorocketmq.broker.broker_controller import BrokerController
+from aiorocketmq.broker.config import load_settings
+from aiorocketmq.logs import configure_logging, get_logger
 from aiorocketmq.runtime import run
-from broker.broker_controller import BrokerController
-from broker.config import load_settings
 
 __all__ = ["main"]
 
@@ -61,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(serve(args))
     except (ValueError, OSError) as e:
-        structlog.get_logger("broker").error("the broker failed to start", error=str(e))
+        get_logger("aiorocketmq.broker").error("the broker failed to start", error=str(e))
         print(f"mqbroker: {e}", file=sys.stderr)
         return 1
 

@@ -15,29 +15,29 @@ from pathlib import Path
 from types import TracebackType
 
 import grpc
-import structlog
 
-from broker.admin_processor import AdminProcessor
-from broker.client_processor import ClientManageProcessor
-from broker.config import BrokerConfig
-from broker.long_polling import PullRequestHoldService
-from broker.offset_processor import OffsetProcessor
-from broker.pull_processor import PullMessageProcessor
-from broker.schedule import SCHEDULE_TOPIC, ScheduleMessageService
-from broker.send_processor import SendMessageProcessor
-from broker.store import MessageStore, MessageStoreConfig
-from broker.topic_config_manager import TopicConfigManager
-from nameserver.client import NameServerClient
-from protocol.errors import MQError
-from protocol.perm import PermName
-from protocol.rpc import new_server
-from protocol.v1 import broker_pb2_grpc
+from aiorocketmq.broker.admin_processor import AdminProcessor
+from aiorocketmq.broker.client_processor import ClientManageProcessor
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.long_polling import PullRequestHoldService
+from aiorocketmq.broker.offset_processor import OffsetProcessor
+from aiorocketmq.broker.pull_processor import PullMessageProcessor
+from aiorocketmq.broker.schedule import SCHEDULE_TOPIC, ScheduleMessageService
+from aiorocketmq.broker.send_processor import SendMessageProcessor
+from aiorocketmq.broker.store import MessageStore, MessageStoreConfig
+from aiorocketmq.broker.topic_config_manager import TopicConfigManager
+from aiorocketmq.logs import get_logger
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.rpc import new_server
+from aiorocketmq.protocol.v1 import broker_pb2_grpc
 
 __all__ = ["AUTO_CREATE_TOPIC_KEY_TOPIC", "BrokerController"]
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 
-log = structlog.get_logger("broker")
+log = get_logger("aiorocketmq.broker")
 
 
 def _now_ms() -> int:
@@ -63,7 +63,9 @@ class BrokerController:
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Bind, load, serve, register, and start the timers."""
-        from broker.service import BrokerService  # the servicer imports this module's types
+        from aiorocketmq.broker.service import (
+            BrokerService,  # the servicer imports this module's types
+        )
 
         host = self.config.listen.rpartition(":")[0] or "127.0.0.1"
         self.server = new_server()

@@ -16,41 +16,40 @@ import threading
 import time
 from pathlib import Path
 
-import structlog
-
-from aiorocketmq.trace import tracer
-from broker.client.channel import Channel
-from broker.client.consumer_manager import (
+from aiorocketmq.broker.client.channel import Channel
+from aiorocketmq.broker.client.consumer_manager import (
     ClientChannelInfo,
     ConsumerGroupEvent,
     ConsumerManager,
     DefaultConsumerIdsChangeListener,
 )
-from broker.client.producer_manager import ProducerManager
-from broker.client.queue_grants import QueueGrantManager
-from broker.client.rebalance_lock_manager import RebalanceLockManager
-from broker.client.subscription_data import SubscriptionData
-from broker.config import BrokerConfig
-from broker.offset.consumer_offset_manager import ConsumerOffsetManager
-from broker.schedule import ScheduleMessageService
-from broker.store import MessageStore
-from broker.topic_config_manager import TopicConfigManager
-from protocol.errors import (
+from aiorocketmq.broker.client.producer_manager import ProducerManager
+from aiorocketmq.broker.client.queue_grants import QueueGrantManager
+from aiorocketmq.broker.client.rebalance_lock_manager import RebalanceLockManager
+from aiorocketmq.broker.client.subscription_data import SubscriptionData
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.offset.consumer_offset_manager import ConsumerOffsetManager
+from aiorocketmq.broker.schedule import ScheduleMessageService
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.topic_config_manager import TopicConfigManager
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.errors import (
     ChannelNotFound,
     InvalidArgument,
     QueryNotFound,
     SubscriptionGroupNotExist,
 )
-from protocol.message import Message, MessageConst
-from protocol.message_queue import MessageQueue
-from protocol.perm import PermName
-from protocol.tags import SubscriptionExpression, parse_expression
-from protocol.v1 import broker_pb2, common_pb2
-from protocol.validators import check_group, check_topic, dlq_topic, retry_topic
+from aiorocketmq.protocol.message import Message, MessageConst
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.tags import SubscriptionExpression, parse_expression
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.validators import check_group, check_topic, dlq_topic, retry_topic
+from aiorocketmq.trace import tracer
 
 __all__ = ["ClientManageProcessor"]
 
-log = structlog.get_logger("broker.client")
+log = get_logger("aiorocketmq.broker.client")
 
 
 def _now_ms() -> int:
@@ -287,13 +286,13 @@ class ClientManageProcessor:
                 )
             config = self.topics.select_topic_config(m.topic)
             if config is None:
-                from protocol.errors import TopicNotFound
+                from aiorocketmq.protocol.errors import TopicNotFound
 
                 raise TopicNotFound(
                     f"topic[{m.topic}] not exist on broker {self.config.broker_name}"
                 )
             if not 0 <= m.queue_id < max(config.read_queue_nums, config.write_queue_nums):
-                from protocol.errors import OffsetOutOfRange
+                from aiorocketmq.protocol.errors import OffsetOutOfRange
 
                 raise OffsetOutOfRange(
                     f"mq_set[{i}].queue_id {m.queue_id} is out of range for topic {m.topic}"

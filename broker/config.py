@@ -2,7 +2,7 @@
 
 Names are RocketMQ's ``BrokerConfig`` fields in snake_case. A TOML file (``mqbroker -c FILE``)
 may set any field of ``BrokerConfig`` or of the store's ``MessageStoreConfig`` at top level,
-as RocketMQ's ``broker.conf`` mixes both; an unknown key is an error naming it.
+as RocketMQ's ``aiorocketmq.broker.conf`` mixes both; an unknown key is an error naming it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.store.config import MessageStoreConfig
+from aiorocketmq.broker.store.config import MessageStoreConfig
 
 __all__ = ["DEFAULT_DELAY_LEVELS", "BrokerConfig", "load_settings"]
 

@@ -16,7 +16,7 @@ import asyncio
 from collections import defaultdict
 from dataclasses import dataclass
 
-from protocol.tags import SubscriptionExpression
+from aiorocketmq.protocol.tags import SubscriptionExpression
 
 __all__ = ["PullRequestHoldService"]
 

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from broker.config import BrokerConfig
-from broker.store import MessageStore
-from broker.topic_config_manager import TopicConfigManager
-from protocol.errors import InvalidArgument, OffsetOutOfRange, QueryNotFound, TopicNotFound
-from protocol.message_queue import MessageQueue
-from protocol.v1 import broker_pb2
-from protocol.validators import check_group, check_topic
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.topic_config_manager import TopicConfigManager
+from aiorocketmq.protocol.errors import (
+    InvalidArgument,
+    OffsetOutOfRange,
+    QueryNotFound,
+    TopicNotFound,
+)
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import broker_pb2
+from aiorocketmq.protocol.validators import check_group, check_topic
 
 __all__ = ["OffsetProcessor"]
 

@@ -8,7 +8,7 @@ commit offset is applied (first arrival only), the store is read, and an empty a
 by the ``PullRequestHoldService`` until a message arrives or the suspend timeout passes.
 
 With ``raw_records`` the answer is the found records as stored, back to back in ``records``
-(RocketMQ's pull body), which the client decodes with ``protocol.record.decode_records``: the
+(RocketMQ's pull body), which the client decodes with ``aiorocketmq.protocol.record.decode_records``: the
 broker builds no object per message. Otherwise each message is decoded into ``messages``.
 """
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from broker.config import BrokerConfig
-from broker.long_polling import PullRequestHoldService
-from broker.store import GetMessageResult, GetMessageStatus, MessageStore
-from broker.topic_config_manager import TopicConfigManager
-from protocol.errors import (
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.long_polling import PullRequestHoldService
+from aiorocketmq.broker.store import GetMessageResult, GetMessageStatus, MessageStore
+from aiorocketmq.broker.topic_config_manager import TopicConfigManager
+from aiorocketmq.protocol.errors import (
     InvalidArgument,
     NoPermission,
     OffsetOutOfRange,
@@ -28,11 +28,11 @@ from protocol.errors import (
     SubscriptionNotLatest,
     TopicNotFound,
 )
-from protocol.message_queue import MessageQueue
-from protocol.perm import PermName
-from protocol.tags import SubscriptionExpression, parse_expression
-from protocol.v1 import broker_pb2
-from protocol.validators import check_group, check_topic
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.tags import SubscriptionExpression, parse_expression
+from aiorocketmq.protocol.v1 import broker_pb2
+from aiorocketmq.protocol.validators import check_group, check_topic
 
 __all__ = ["DEFAULT_PULL_BATCH_SIZE", "DEFAULT_SUSPEND_TIMEOUT_MS", "PullMessageProcessor"]
 

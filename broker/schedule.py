@@ -18,14 +18,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
-
-from broker.store import MessageStore, PutMessageResult
-from protocol.message import Message, MessageConst, MessageExt
+from aiorocketmq.broker.store import MessageStore, PutMessageResult
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message import Message, MessageConst, MessageExt
 
 __all__ = ["SCHEDULE_TOPIC", "ScheduleMessageService"]
 
-log = structlog.get_logger("broker.schedule")
+log = get_logger("aiorocketmq.broker.schedule")
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _SCHEDULE_GROUP = "SCHEDULE_CONSUMER"

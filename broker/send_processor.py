@@ -10,12 +10,12 @@ Nothing is acknowledged before the store says it holds the message (after fsync 
 SYNC_FLUSH).
 
 A batch comes as protobuf ``messages`` or, from our producer, as RocketMQ's batch body
-(``batch_body``, ``protocol.batch``). The usual batch (no delay level) goes to the store as it
+(``batch_body``, ``aiorocketmq.protocol.batch``). The usual batch (no delay level) goes to the store as it
 came off the wire: the store's one pass over the body or the protobuf messages validates and
 encodes them (no ``Message`` per message), the batch is written at once, and with
 ``compact_result`` the answer is per batch: the first queue offset, the commit log offsets and
 the store host, from which the producer makes the message ids
-(``protocol.record.create_message_ids``). A batch with a delay level is refused by that pass,
+(``aiorocketmq.protocol.record.create_message_ids``). A batch with a delay level is refused by that pass,
 validated whole, then stored message by message and answered with ``results``.
 """
 
@@ -25,23 +25,28 @@ import random
 import time
 from collections.abc import Sequence
 
-from broker.config import BrokerConfig
-from broker.schedule import ScheduleMessageService
-from broker.store import DelayLevelRefused, MessageStore, PutMessageResult, PutMessageStatus
-from broker.topic_config_manager import TopicConfigManager
-from protocol.batch import decode_batch
-from protocol.errors import (
+from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.schedule import ScheduleMessageService
+from aiorocketmq.broker.store import (
+    DelayLevelRefused,
+    MessageStore,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from aiorocketmq.broker.topic_config_manager import TopicConfigManager
+from aiorocketmq.protocol.batch import decode_batch
+from aiorocketmq.protocol.errors import (
     InvalidArgument,
     NoPermission,
     OffsetOutOfRange,
     TopicNotFound,
 )
-from protocol.message import Message
-from protocol.message_queue import MessageQueue
-from protocol.perm import PermName
-from protocol.record import create_message_ids
-from protocol.v1 import broker_pb2
-from protocol.validators import SYSTEM_TOPICS, check_topic
+from aiorocketmq.protocol.message import Message
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.record import create_message_ids
+from aiorocketmq.protocol.v1 import broker_pb2
+from aiorocketmq.protocol.validators import SYSTEM_TOPICS, check_topic
 
 __all__ = ["SendMessageProcessor"]
 

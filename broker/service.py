@@ -1,6 +1,6 @@
 """``BrokerService``: the gRPC servicer; each RPC delegates to the processor that owns it.
 
-Every unary method is wrapped by ``protocol.rpc.guard``: typed errors become gRPC statuses with
+Every unary method is wrapped by ``aiorocketmq.protocol.rpc.guard``: typed errors become gRPC statuses with
 a RocketMQ response code, anything unexpected becomes INTERNAL, and the broker keeps serving.
 """
 
@@ -9,17 +9,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import structlog
-
-from protocol.rpc import guard
-from protocol.v1 import broker_pb2, broker_pb2_grpc
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.rpc import guard
+from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc
 
 if TYPE_CHECKING:
-    from broker.broker_controller import BrokerController
+    from aiorocketmq.broker.broker_controller import BrokerController
 
 __all__ = ["BrokerService"]
 
-log = structlog.get_logger("broker.service")
+log = get_logger("aiorocketmq.broker.service")
 
 Ctx: TypeAlias = Any  # grpc.aio.ServicerContext (grpc ships no type information)
 
@@ -39,8 +38,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         try:
             channel = client.open_channel(request, context.peer())
         except Exception as e:
-            from protocol.errors import MQError
-            from protocol.rpc import abort_with
+            from aiorocketmq.protocol.errors import MQError
+            from aiorocketmq.protocol.rpc import abort_with
 
             await abort_with(context, e if isinstance(e, MQError) else MQError(repr(e)))
             return

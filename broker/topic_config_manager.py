@@ -14,16 +14,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import structlog
-
-from protocol.errors import InvalidArgument
-from protocol.perm import PermName
-from protocol.v1 import common_pb2
-from protocol.validators import check_topic
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.errors import InvalidArgument
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.v1 import common_pb2
+from aiorocketmq.protocol.validators import check_topic
 
 __all__ = ["MAX_QUEUE_NUMS", "TopicConfig", "TopicConfigManager"]
 
-log = structlog.get_logger("broker.topic")
+log = get_logger("aiorocketmq.broker.topic")
 
 MAX_QUEUE_NUMS = 1024
 

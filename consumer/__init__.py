@@ -1,6 +1,6 @@
 """The consumer client: push consumer, rebalance, strategies, offset stores."""
 
-from consumer.allocate import (
+from aiorocketmq.consumer.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -9,18 +9,18 @@ from consumer.allocate import (
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueStrategy,
 )
-from consumer.client_config import ClientConfig
-from consumer.lite_pull_consumer import LitePullConsumer
-from consumer.push_consumer import PushConsumer
-from consumer.types import (
+from aiorocketmq.consumer.client_config import ClientConfig
+from aiorocketmq.consumer.lite_pull_consumer import LitePullConsumer
+from aiorocketmq.consumer.push_consumer import PushConsumer
+from aiorocketmq.consumer.types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     MessageModel,
     MessageQueueListener,
 )
-from protocol.message import MessageExt
-from protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = [
     "AllocateMachineRoomNearby",

@@ -66,9 +66,8 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-import structlog
-
-from protocol.message_queue import MessageQueue
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = [
     "AllocateMachineRoomNearby",
@@ -87,7 +86,7 @@ __all__ = [
     "strategy_by_name",
 ]
 
-log = structlog.get_logger("consumer.allocate")
+log = get_logger("aiorocketmq.consumer.allocate")
 
 HashFunction = Callable[[str], int]
 """Maps a key to an integer (RocketMQ's ``HashFunction``): a point on the ring of

@@ -15,13 +15,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import grpc
-import structlog
 
-from protocol.v1 import broker_pb2
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.v1 import broker_pb2
 
 __all__ = ["BrokerChannel"]
 
-log = structlog.get_logger("consumer.channel")
+log = get_logger("aiorocketmq.consumer.channel")
 
 
 class BrokerChannel:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from protocol.validators import check_group
+from aiorocketmq.protocol.validators import check_group
 
 __all__ = ["HANDOFF_MODES", "ClientConfig", "check_consumer_settings"]
 

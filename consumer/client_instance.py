@@ -17,25 +17,24 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Protocol
 
-import structlog
-
+from aiorocketmq.consumer.broker_channel import BrokerChannel
+from aiorocketmq.consumer.client_config import ClientConfig
+from aiorocketmq.consumer.pull_message_service import PullHandler, PullMessageService, PullRequest
+from aiorocketmq.consumer.rebalance_service import RebalanceService
+from aiorocketmq.logs import get_logger
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.client_id import build_client_id, default_instance_name
+from aiorocketmq.protocol.errors import ChannelNotFound, MQError, ServiceNotAvailable
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.route import MASTER_ID, route_to_subscribe_queues
+from aiorocketmq.protocol.rpc import call
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from aiorocketmq.trace import tracer
-from consumer.broker_channel import BrokerChannel
-from consumer.client_config import ClientConfig
-from consumer.pull_message_service import PullHandler, PullMessageService, PullRequest
-from consumer.rebalance_service import RebalanceService
-from nameserver.client import NameServerClient
-from protocol.broker_connections import BrokerConnections
-from protocol.client_id import build_client_id, default_instance_name
-from protocol.errors import ChannelNotFound, MQError, ServiceNotAvailable
-from protocol.message_queue import MessageQueue
-from protocol.route import MASTER_ID, route_to_subscribe_queues
-from protocol.rpc import call
-from protocol.v1 import broker_pb2, common_pb2
 
 __all__ = ["ConsumerInner", "MQClientInstance", "MQClientManager", "consumer_client_id"]
 
-log = structlog.get_logger("consumer.client")
+log = get_logger("aiorocketmq.consumer.client")
 
 
 class ConsumerInner(Protocol):

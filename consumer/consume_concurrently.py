@@ -16,21 +16,20 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import structlog
-
-from consumer.process_queue import ProcessQueue
-from consumer.types import (
+from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     MessageListenerConcurrently,
     MessageModel,
 )
-from protocol.message import MessageConst, MessageExt
-from protocol.message_queue import MessageQueue
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message import MessageConst, MessageExt
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = ["ConsumeMessageConcurrentlyService"]
 
-log = structlog.get_logger("consumer.consume")
+log = get_logger("aiorocketmq.consumer.consume")
 
 SEND_BACK_RETRY_DELAY_S = 5.0
 

@@ -22,21 +22,20 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-import structlog
-
-from consumer.process_queue import ProcessQueue
-from consumer.types import (
+from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.types import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     MessageListenerOrderly,
     MessageModel,
 )
-from protocol.message import MessageExt
-from protocol.message_queue import MessageQueue
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = ["ConsumeMessageOrderlyService"]
 
-log = structlog.get_logger("consumer.consume")
+log = get_logger("aiorocketmq.consumer.consume")
 
 MAX_TIME_CONSUME_CONTINUOUSLY_MS = 60_000
 

@@ -22,16 +22,15 @@ import asyncio
 from collections import defaultdict
 from typing import Protocol
 
-import structlog
-
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.trace import tracer
-from protocol.errors import MQError
-from protocol.message_queue import MessageQueue
-from protocol.v1 import broker_pb2
 
 __all__ = ["FencedHandoff"]
 
-log = structlog.get_logger("consumer.fenced")
+log = get_logger("aiorocketmq.consumer.fenced")
 
 
 class _Client(Protocol):

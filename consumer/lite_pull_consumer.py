@@ -55,35 +55,41 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import structlog
-
-from aiorocketmq.trace import tracer
-from consumer.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
-from consumer.client_config import ClientConfig, check_consumer_settings
-from consumer.client_instance import MQClientInstance, MQClientManager, consumer_client_id
-from consumer.fenced import FencedHandoff
-from consumer.offset_store import (
+from aiorocketmq.consumer.allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueStrategy,
+)
+from aiorocketmq.consumer.client_config import ClientConfig, check_consumer_settings
+from aiorocketmq.consumer.client_instance import (
+    MQClientInstance,
+    MQClientManager,
+    consumer_client_id,
+)
+from aiorocketmq.consumer.fenced import FencedHandoff
+from aiorocketmq.consumer.offset_store import (
     OffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
     new_offset_store,
 )
-from consumer.process_queue import ProcessQueue, flow_control_reason
-from consumer.pull_message_service import PullRequest
-from consumer.rebalance_impl import RebalanceImpl
-from consumer.types import ConsumeFromWhere, MessageModel, MessageQueueListener
-from protocol.client_id import local_ip
-from protocol.codes import ResponseCode
-from protocol.errors import MQError, QueueFenced
-from protocol.message import MessageExt
-from protocol.message_queue import MessageQueue
-from protocol.tags import SUB_ALL, SubscriptionExpression, parse_expression
-from protocol.v1 import broker_pb2, common_pb2
-from protocol.validators import check_topic, is_retry_topic
+from aiorocketmq.consumer.process_queue import ProcessQueue, flow_control_reason
+from aiorocketmq.consumer.pull_message_service import PullRequest
+from aiorocketmq.consumer.rebalance_impl import RebalanceImpl
+from aiorocketmq.consumer.types import ConsumeFromWhere, MessageModel, MessageQueueListener
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.client_id import local_ip
+from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.errors import MQError, QueueFenced
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.tags import SUB_ALL, SubscriptionExpression, parse_expression
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.validators import check_topic, is_retry_topic
+from aiorocketmq.trace import tracer
 
 __all__ = ["LitePullConsumer", "MessageQueueState", "RebalanceLitePullImpl", "SubscriptionType"]
 
-log = structlog.get_logger("consumer.lite_pull")
+log = get_logger("aiorocketmq.consumer.lite_pull")
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL = 50
 PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL = 20

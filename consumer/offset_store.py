@@ -21,12 +21,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
-import structlog
-
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.errors import MQError, QueryNotFound, QueueFenced
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.trace import tracer
-from protocol.errors import MQError, QueryNotFound, QueueFenced
-from protocol.message_queue import MessageQueue
-from protocol.v1 import broker_pb2
 
 __all__ = [
     "ControllableOffset",
@@ -37,7 +36,7 @@ __all__ = [
     "new_offset_store",
 ]
 
-log = structlog.get_logger("consumer.offset_store")
+log = get_logger("aiorocketmq.consumer.offset_store")
 
 
 class ReadOffsetType(Enum):

@@ -41,7 +41,7 @@ import enum
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from protocol.message import MessageExt
+from aiorocketmq.protocol.message import MessageExt
 
 __all__ = [
     "CONSUME_CONCURRENTLY_MAX_SPAN",

@@ -15,14 +15,13 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
-from consumer.process_queue import ProcessQueue
-from protocol.message_queue import MessageQueue
+from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = ["PullMessageService", "PullRequest"]
 
-log = structlog.get_logger("consumer.pull")
+log = get_logger("aiorocketmq.consumer.pull")
 
 
 @dataclass(eq=False, slots=True)

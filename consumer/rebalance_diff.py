@@ -38,8 +38,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from consumer.process_queue import PULL_MAX_IDLE_TIME
-from protocol.message_queue import MessageQueue
+from aiorocketmq.consumer.process_queue import PULL_MAX_IDLE_TIME
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = [
     "RebalanceDiff",

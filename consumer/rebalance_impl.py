@@ -24,20 +24,23 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-import structlog
-
+from aiorocketmq.consumer.allocate import AllocateMessageQueueStrategy
+from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.pull_message_service import PullRequest
+from aiorocketmq.consumer.rebalance_diff import (
+    compute_rebalance_diff,
+    queues_not_my_topic,
+    working_queues,
+)
+from aiorocketmq.consumer.types import MessageModel
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.validators import is_retry_topic
 from aiorocketmq.trace import tracer
-from consumer.allocate import AllocateMessageQueueStrategy
-from consumer.process_queue import ProcessQueue
-from consumer.pull_message_service import PullRequest
-from consumer.rebalance_diff import compute_rebalance_diff, queues_not_my_topic, working_queues
-from consumer.types import MessageModel
-from protocol.message_queue import MessageQueue
-from protocol.validators import is_retry_topic
 
 __all__ = ["RebalanceImpl", "RebalanceMode"]
 
-log = structlog.get_logger("consumer.rebalance")
+log = get_logger("aiorocketmq.consumer.rebalance")
 
 
 class RebalanceMode(Protocol):

@@ -16,11 +16,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import structlog
+from aiorocketmq.logs import get_logger
 
 __all__ = ["RebalanceService"]
 
-log = structlog.get_logger("consumer.rebalance")
+log = get_logger("aiorocketmq.consumer.rebalance")
 
 
 class RebalanceService:

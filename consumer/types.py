@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from protocol.message import MessageExt
-from protocol.message_queue import MessageQueue
-from protocol.v1 import common_pb2
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = [
     "ConsumeConcurrentlyContext",

@@ -1,4 +1,4 @@
-"""``mqnamesrv`` / ``python -m nameserver``: run one name server until SIGINT or SIGTERM."""
+"""``mqnamesrv`` / ``python -m aiorocketmq.nameserver``: run one name server until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ import signal
 import sys
 from collections.abc import Sequence
 
-import structlog
-
-from aiorocketmq.logs import configure_logging
+from aiorocketmq.logs import configure_logging, get_logger
+from aiorocketmq.nameserver.config import NamesrvConfig
+from aiorocketmq.nameserver.service import NameServer
 from aiorocketmq.runtime import run
-from nameserver.config import NamesrvConfig
-from nameserver.service import NameServer
 
 __all__ = ["main", "parse_args"]
 
-log = structlog.get_logger("nameserver")
+log = get_logger("aiorocketmq.nameserver")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -20,15 +20,15 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-import structlog
 
-from protocol.errors import MQError, ServiceNotAvailable
-from protocol.rpc import DEFAULT_RPC_TIMEOUT, call, insecure_channel
-from protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
+from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call, insecure_channel
+from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
 
 __all__ = ["NameServerClient", "parse_namesrv_addr"]
 
-log = structlog.get_logger("nameserver.client")
+log = get_logger("aiorocketmq.nameserver.client")
 
 Resp = TypeVar("Resp")
 

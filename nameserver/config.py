@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nameserver.route_info_manager import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS
+from aiorocketmq.nameserver.route_info_manager import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS
 
 __all__ = ["NamesrvConfig"]
 

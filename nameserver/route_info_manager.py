@@ -43,11 +43,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocol.errors import InvalidArgument, TopicNotFound
-from protocol.perm import PermName
-from protocol.route import MASTER_ID
-from protocol.v1 import common_pb2, nameserver_pb2
-from protocol.validators import check_topic
+from aiorocketmq.protocol.errors import InvalidArgument, TopicNotFound
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.route import MASTER_ID
+from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2
+from aiorocketmq.protocol.validators import check_topic
 
 __all__ = [
     "DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS",

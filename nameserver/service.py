@@ -15,16 +15,16 @@ from collections.abc import Callable
 from types import TracebackType
 
 import grpc
-import structlog
 
-from nameserver.config import NamesrvConfig
-from nameserver.route_info_manager import RouteInfoManager
-from protocol.rpc import guard, new_server
-from protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
+from aiorocketmq.logs import get_logger
+from aiorocketmq.nameserver.config import NamesrvConfig
+from aiorocketmq.nameserver.route_info_manager import RouteInfoManager
+from aiorocketmq.protocol.rpc import guard, new_server
+from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
 
 __all__ = ["NameServer", "NameServerService", "wall_clock_ms"]
 
-log = structlog.get_logger("nameserver")
+log = get_logger("aiorocketmq.nameserver")
 
 
 def wall_clock_ms() -> int:

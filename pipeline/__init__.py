@@ -1,5 +1,5 @@
 """The PySpark data source and sink of aiorocketmq topics, and example jobs.
 
-``pipeline.source.RocketMQDataSource`` is the ``aiorocketmq`` format (docs/pipeline.md);
-``pipeline.session.spark_session`` builds a session (``local[2]`` by default) with it registered.
+``aiorocketmq.pipeline.source.RocketMQDataSource`` is the ``aiorocketmq`` format (docs/pipeline.md);
+``aiorocketmq.pipeline.session.spark_session`` builds a session (``local[2]`` by default) with it registered.
 """

@@ -6,7 +6,7 @@ Python worker; the batch's schema must be exactly Spark's Arrow form of the sour
 Timestamps travel as microseconds since the epoch, UTC.
 
 ``records_to_batch`` makes the columns of a pull's raw commit-log records (the format of
-``protocol.record``): decoded by ``decode_records`` (in C when built), cut at the read's end
+``aiorocketmq.protocol.record``): decoded by ``decode_records`` (in C when built), cut at the read's end
 offset, then one list per column and the properties map from flat key and value arrays.
 ``messages_to_batch`` does the same for brokers that answer decoded messages.
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from protocol.message import MessageExt
-from protocol.record import decode_records
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.record import decode_records
 
 __all__ = ["arrow_schema", "messages_to_batch", "records_to_batch", "rows_of_batch"]
 
@@ -48,7 +48,7 @@ def arrow_schema(spark_schema: Any) -> Any:
 
 def messages_to_batch(messages: Sequence[MessageExt], schema: Any) -> Any:
     """One record batch of ``messages`` (of one queue, at least one), columns in the order of
-    ``pipeline.source.SCHEMA``."""
+    ``aiorocketmq.pipeline.source.SCHEMA``."""
     count = len(messages)
     first = messages[0]
     types = schema.types

@@ -13,7 +13,7 @@ What it does is what the asyncio clients do, reduced to the calls the pipeline n
 - consumer offsets (UPDATE_CONSUMER_OFFSET, QUERY_CONSUMER_OFFSET).
 
 Rules: every call has a deadline; errors become the protocol's typed errors
-(``protocol.errors``: the broker's status plus its ``rocketmq-response-code``); channels are
+(``aiorocketmq.protocol.errors``: the broker's status plus its ``rocketmq-response-code``); channels are
 kept per process (``channel``), shared by every client and task in that process, and dropped
 when a call to them fails at the transport level. A ``SyncClient`` pickles to its settings only,
 so it can travel inside a Spark data source object and reconnect wherever it lands.
@@ -30,25 +30,25 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from pipeline.offsets import QueueKey, QueueStats
-from protocol.errors import (
+from aiorocketmq.pipeline.offsets import QueueKey, QueueStats
+from aiorocketmq.protocol.errors import (
     MQError,
     QueryNotFound,
     ServiceNotAvailable,
     TopicNotFound,
     from_rpc_error,
 )
-from protocol.message import MessageExt
-from protocol.message_queue import MessageQueue
-from protocol.record import decode_records
-from protocol.route import (
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.record import decode_records
+from aiorocketmq.protocol.route import (
     MASTER_ID,
     master_addr,
     route_to_publish_queues,
     route_to_subscribe_queues,
 )
-from protocol.rpc import CHANNEL_OPTIONS
-from protocol.v1 import (
+from aiorocketmq.protocol.rpc import CHANNEL_OPTIONS
+from aiorocketmq.protocol.v1 import (
     broker_pb2,
     broker_pb2_grpc,
     common_pb2,
@@ -510,7 +510,7 @@ class SyncClient:
 
 
 def _retryable_send(error: MQError) -> bool:
-    from protocol.codes import ResponseCode
+    from aiorocketmq.protocol.codes import ResponseCode
 
     return isinstance(error, (ServiceNotAvailable, TopicNotFound)) or error.response_code in (
         ResponseCode.SYSTEM_ERROR,

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline.client import DEFAULT_PULL_GROUP
-from protocol.validators import check_group, check_topic
+from aiorocketmq.pipeline.client import DEFAULT_PULL_GROUP
+from aiorocketmq.protocol.validators import check_group, check_topic
 
 __all__ = ["DEFAULT_PRODUCER_GROUP", "ReadOptions", "WriteOptions"]
 

@@ -6,7 +6,7 @@ buffered per topic and sent as one batch (one SEND_MESSAGE to one queue) when a 
 ``batchSize`` messages or ``batchBytes`` of bodies, and at the end of the task. The client
 takes queues round robin and tries another broker when a send fails (``SyncClient.send_batch``).
 
-The marker of re-run batches (see ``pipeline.source``) lives as a consumer offset: the group
+The marker of re-run batches (see ``aiorocketmq.pipeline.source``) lives as a consumer offset: the group
 ``marker_group`` on ``marker_queue``, the first queue (queue 0 of the first broker by name) of
 the write's topic.
 """
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.client import SyncClient
-from pipeline.offsets import QueueKey
-from pipeline.options import WriteOptions
-from protocol.client_id import local_ip
-from protocol.route import route_to_subscribe_queues
-from protocol.v1 import common_pb2
+from aiorocketmq.pipeline.client import SyncClient
+from aiorocketmq.pipeline.offsets import QueueKey
+from aiorocketmq.pipeline.options import WriteOptions
+from aiorocketmq.protocol.client_id import local_ip
+from aiorocketmq.protocol.route import route_to_subscribe_queues
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["MessageSender", "marker_group", "marker_queue"]
 

@@ -29,7 +29,7 @@ def _is_local(master: str) -> bool:
 
 def register(spark: Any) -> None:
     """Register the ``aiorocketmq`` format with ``spark``."""
-    from pipeline.source import RocketMQDataSource
+    from aiorocketmq.pipeline.source import RocketMQDataSource
 
     spark.dataSource.register(RocketMQDataSource)
 

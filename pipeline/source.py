@@ -1,6 +1,6 @@
 """``RocketMQDataSource``: the ``aiorocketmq`` format of Spark's Python Data Source API.
 
-Register it once per session (``pipeline.session.register`` or
+Register it once per session (``aiorocketmq.pipeline.session.register`` or
 ``spark.dataSource.register(RocketMQDataSource)``), then::
 
     spark.read.format("aiorocketmq").option("nameServer", ns).option("topic", "Orders").load()
@@ -14,11 +14,11 @@ Theory of operation:
   processes: a planner on the driver (``partitions``, the streaming offsets) and Python workers
   on the executors (``read``, ``write``). They hold settings only (``ReadOptions``,
   ``WriteOptions``, a ``SyncClient`` that pickles to its address); gRPC channels are opened in
-  the process that uses them, once per process (``pipeline.client.channel``).
+  the process that uses them, once per process (``aiorocketmq.pipeline.client.channel``).
 - **Batch read.** The planner asks every broker of each topic for its queues' min and max
   offsets (GET_TOPIC_STATS_INFO), resolves ``startingOffsets`` (default ``earliest``) and
   ``endingOffsets`` (default ``latest``), and plans one partition per queue range
-  (``pipeline.offsets.plan_ranges``, split by ``minPartitions``/``maxRecordsPerPartition``).
+  (``aiorocketmq.pipeline.offsets.plan_ranges``, split by ``minPartitions``/``maxRecordsPerPartition``).
   Each partition pulls its range (PULL_MESSAGE with the query's ``subExpression``, up to
   ``pullBatchSize`` per pull, as raw records) and yields one Arrow record batch per pull.
 - **Streaming read.** Offsets (the checkpoint's JSON) are the next offset to read of every
@@ -77,9 +77,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipeline.arrow import arrow_schema, messages_to_batch, records_to_batch, rows_of_batch
-from pipeline.client import DataLossError, SyncClient
-from pipeline.offsets import (
+from aiorocketmq.pipeline.arrow import (
+    arrow_schema,
+    messages_to_batch,
+    records_to_batch,
+    rows_of_batch,
+)
+from aiorocketmq.pipeline.client import DataLossError, SyncClient
+from aiorocketmq.pipeline.offsets import (
     OffsetSpec,
     QueueKey,
     data_loss,
@@ -90,8 +95,8 @@ from pipeline.offsets import (
     rate_limit,
     resolve_offsets,
 )
-from pipeline.options import ReadOptions, WriteOptions
-from pipeline.sender import MessageSender, marker_group, marker_queue
+from aiorocketmq.pipeline.options import ReadOptions, WriteOptions
+from aiorocketmq.pipeline.sender import MessageSender, marker_group, marker_queue
 
 try:  # PySpark 4.1+: the streaming writer may take Arrow batches too
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase

@@ -1,12 +1,12 @@
 """The route-aware producer."""
 
-from producer.producer import Producer, SendResult, SendStatus
-from producer.selector import (
+from aiorocketmq.producer.producer import Producer, SendResult, SendStatus
+from aiorocketmq.producer.selector import (
     MessageQueueSelector,
     SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
 )
-from protocol.message import Message
+from aiorocketmq.protocol.message import Message
 
 __all__ = [
     "Message",

@@ -18,17 +18,15 @@ from enum import Enum
 from types import TracebackType
 from typing import Any
 
-import structlog
-
-from aiorocketmq.trace import tracer
-from nameserver.client import NameServerClient
-from producer.fault import LatencyFaultTolerance
-from producer.selector import MessageQueueSelector, TopicPublishInfo
-from protocol.batch import encode_batch
-from protocol.broker_connections import BrokerConnections
-from protocol.client_id import build_client_id, default_instance_name, local_ip
-from protocol.codes import ResponseCode
-from protocol.errors import (
+from aiorocketmq.logs import get_logger
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.producer.fault import LatencyFaultTolerance
+from aiorocketmq.producer.selector import MessageQueueSelector, TopicPublishInfo
+from aiorocketmq.protocol.batch import encode_batch
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.client_id import build_client_id, default_instance_name, local_ip
+from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.errors import (
     InvalidArgument,
     MessageIllegal,
     MessageTooLarge,
@@ -36,17 +34,18 @@ from protocol.errors import (
     ServiceNotAvailable,
     TopicNotFound,
 )
-from protocol.message import Message
-from protocol.message_queue import MessageQueue
-from protocol.record import create_message_ids, parse_host
-from protocol.route import master_addr, route_to_publish_queues
-from protocol.rpc import call
-from protocol.v1 import broker_pb2, common_pb2
-from protocol.validators import SYSTEM_TOPICS, check_group, check_topic
+from aiorocketmq.protocol.message import Message
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.record import create_message_ids, parse_host
+from aiorocketmq.protocol.route import master_addr, route_to_publish_queues
+from aiorocketmq.protocol.rpc import call
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.validators import SYSTEM_TOPICS, check_group, check_topic
+from aiorocketmq.trace import tracer
 
 __all__ = ["AUTO_CREATE_TOPIC_KEY_TOPIC", "Producer", "SendResult", "SendStatus"]
 
-log = structlog.get_logger("producer")
+log = get_logger("aiorocketmq.producer")
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024

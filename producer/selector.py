@@ -14,10 +14,10 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from producer.fault import LatencyFaultTolerance
-from protocol.message import Message
-from protocol.message_queue import MessageQueue
-from protocol.tags import java_string_hash
+from aiorocketmq.producer.fault import LatencyFaultTolerance
+from aiorocketmq.protocol.message import Message
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.tags import java_string_hash
 
 __all__ = [
     "MessageQueueSelector",

@@ -1,4 +1,5 @@
-"""Types of ``protocol._speedups`` (C, optional): see ``protocol.batch`` and ``protocol.record``."""
+# ruff: noqa: E501
+"""Types of ``aiorocketmq.protocol._speedups`` (C, optional): see ``aiorocketmq.protocol.batch`` and ``aiorocketmq.protocol.record``."""
 
 from collections.abc import Callable
 from typing import Any

@@ -18,9 +18,9 @@ broker turns that body into commit-log records in one pass (``CommitLog.MessageE
   is well formed, its body 1..``max_body`` bytes, and its properties well formed with no delay
   level (``property_code``); otherwise None, and the broker decodes the batch into messages
   (``decode_batch``, whose errors name the item) and takes its general path, which also delays
-  and checks everything else. The records are exactly those of ``protocol.record``'s
+  and checks everything else. The records are exactly those of ``aiorocketmq.protocol.record``'s
   ``RecordBatchEncoder``, with the properties stored as the producer encoded them.
-- ``protocol._speedups.build_records`` is the same function in C, used when it was built
+- ``aiorocketmq.protocol._speedups.build_records`` is the same function in C, used when it was built
   (set ``AIOROCKETMQ_NO_EXTENSIONS=1`` to use this module's); the tests compare the two.
 """
 
@@ -30,15 +30,15 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 
-from protocol.errors import MessageIllegal
-from protocol.message import Message, MessageConst
-from protocol.record import (
+from aiorocketmq.protocol.errors import MessageIllegal
+from aiorocketmq.protocol.message import Message, MessageConst
+from aiorocketmq.protocol.record import (
     MESSAGE_MAGIC_CODE,
     batch_header,
     decode_properties,
     encode_properties,
 )
-from protocol.tags import java_string_hash
+from aiorocketmq.protocol.tags import java_string_hash
 
 __all__ = [
     "ITEM_FIXED_SIZE",
@@ -253,10 +253,12 @@ def decode_batch(batch: bytes, topic: str) -> list[Message]:
 
 
 def _speedup() -> Callable[..., BuildResult | None] | None:
-    from protocol.record import _speedups  # the C module, when built and not switched off
+    from aiorocketmq.protocol.record import (
+        _speedups,  # the C module, when built and not switched off
+    )
 
     return None if _speedups is None else _speedups.build_records
 
 
 build_records: Callable[..., BuildResult | None] = _speedup() or build_records_py
-"""``build_records_py``, in C when ``protocol._speedups`` was built."""
+"""``build_records_py``, in C when ``aiorocketmq.protocol._speedups`` was built."""

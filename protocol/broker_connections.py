@@ -11,8 +11,8 @@ from typing import Any
 
 import grpc
 
-from protocol.rpc import insecure_channel
-from protocol.v1 import broker_pb2_grpc
+from aiorocketmq.protocol.rpc import insecure_channel
+from aiorocketmq.protocol.v1 import broker_pb2_grpc
 
 __all__ = ["BrokerConnections"]
 

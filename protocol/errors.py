@@ -1,6 +1,6 @@
 """Typed errors that cross the wire as a gRPC status plus a RocketMQ response code.
 
-A server raises one of these; ``protocol.rpc.guard`` turns it into ``context.abort`` with the
+A server raises one of these; ``aiorocketmq.protocol.rpc.guard`` turns it into ``context.abort`` with the
 gRPC status, the message, and trailing metadata ``rocketmq-response-code``. A client turns an
 ``AioRpcError`` back into the same class with ``from_rpc_error``. Each message names the
 problem (the topic, the field, the queue) so a user knows what to fix.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import grpc
 
-from protocol.codes import ResponseCode
+from aiorocketmq.protocol.codes import ResponseCode
 
 __all__ = [
     "RESPONSE_CODE_KEY",

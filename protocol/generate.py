@@ -1,6 +1,6 @@
 """Regenerate the committed protobuf/gRPC stubs in ``protocol/v1`` from ``proto/``.
 
-``python -m protocol.generate`` writes them; ``generate(out_dir)`` writes them elsewhere so a
+``python -m aiorocketmq.protocol.generate`` writes them; ``generate(out_dir)`` writes them elsewhere so a
 test can compare a fresh generation with what is committed.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "proto"
-PACKAGE_PATH = "protocol/v1"  # proto files are compiled as protocol/v1/<name>.proto
+PACKAGE_PATH = "aiorocketmq/protocol/v1"  # compiled as aiorocketmq/protocol/v1/<name>.proto
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
 
 __all__ = ["PACKAGE_PATH", "PROTO_DIR", "generate", "generated_files"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.message_queue import MessageQueue
-from protocol.v1 import common_pb2
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["Message", "MessageConst", "MessageExt"]
 
@@ -70,7 +70,7 @@ class Message:
 class MessageExt:
     """A stored message, with where and when it was stored.
 
-    Those a pull decodes (``protocol.record.decode_records``, in C) are not tracked by the
+    Those a pull decodes (``aiorocketmq.protocol.record.decode_records``, in C) are not tracked by the
     cyclic garbage collector: they hold only strings, bytes, ints and a dict of strings, and a
     consumer holds many. So do not build a reference cycle through one (a field or property
     that refers back to it): such a cycle is freed only when broken.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.v1 import common_pb2
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["MessageQueue"]
 

@@ -49,7 +49,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from protocol.message import MessageConst, MessageExt
+from aiorocketmq.protocol.message import MessageConst, MessageExt
 
 __all__ = [
     "BLANK_MAGIC_CODE",
@@ -317,11 +317,11 @@ class RecordBatchEncoder:
 
 # ---- decoding -----------------------------------------------------------------------------------
 def _load_speedups() -> Any:
-    """``protocol._speedups`` when built and not switched off (``AIOROCKETMQ_NO_EXTENSIONS``)."""
+    """``aiorocketmq.protocol._speedups`` when built and not switched off (``AIOROCKETMQ_NO_EXTENSIONS``)."""
     if os.environ.get("AIOROCKETMQ_NO_EXTENSIONS"):
         return None
     try:
-        from protocol import _speedups
+        from aiorocketmq.protocol import _speedups
     except ImportError:
         return None
     return _speedups
@@ -438,7 +438,7 @@ def decode_records(
 
     ``broker_name`` is the broker the records came from (they do not say). Each record's magic
     and lengths and, with ``check_crc``, its body CRC are checked; ``ValueError`` names the
-    first bad one. In C when ``protocol._speedups`` was built: it answers None for anything
+    first bad one. In C when ``aiorocketmq.protocol._speedups`` was built: it answers None for anything
     but well-formed records, and then ``decode_records_py`` says what is wrong.
     """
     if _speedups is not None:

@@ -7,9 +7,9 @@ see the writable queues of brokers that have a master, sorted by broker name
 
 from __future__ import annotations
 
-from protocol.message_queue import MessageQueue
-from protocol.perm import PermName
-from protocol.v1 import common_pb2
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["MASTER_ID", "master_addr", "route_to_publish_queues", "route_to_subscribe_queues"]
 

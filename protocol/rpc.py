@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 import grpc
-import structlog
 
-from protocol.errors import RESPONSE_CODE_KEY, MQError, from_rpc_error
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.errors import RESPONSE_CODE_KEY, MQError, from_rpc_error
 
 __all__ = [
     "CHANNEL_OPTIONS",
@@ -26,7 +26,7 @@ __all__ = [
     "new_server",
 ]
 
-log = structlog.get_logger("protocol.rpc")
+log = get_logger("aiorocketmq.protocol.rpc")
 
 # mqClientApiTimeout: most metadata RPCs get 3 s.
 DEFAULT_RPC_TIMEOUT = 3.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from protocol.errors import InvalidArgument
+from aiorocketmq.protocol.errors import InvalidArgument
 
 __all__ = [
     "DLQ_GROUP_TOPIC_PREFIX",

@@ -1,19 +1,48 @@
-"""Test utilities: wait for a condition with a deadline (never a bare sleep), free ports."""
+"""Test utilities: wait for a condition with a deadline (never a bare sleep), free ports, logs."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
-__all__ = ["BIN", "free_port", "mqadmin", "wait_until", "wait_until_sync"]
+__all__ = ["BIN", "capture_logs", "free_port", "mqadmin", "wait_until", "wait_until_sync"]
 
 # The venv's console scripts (mqnamesrv, mqbroker, mqadmin, aiorocketmq).
 BIN = Path(sys.executable).parent
+
+
+_RECORD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+@contextlib.contextmanager
+def capture_logs(logger: str = "aiorocketmq") -> Iterator[list[dict[str, object]]]:
+    """The library's log records under ``logger`` as dicts: ``event``, ``log_level``, fields."""
+    entries: list[dict[str, object]] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            fields = {k: v for k, v in record.__dict__.items() if k not in _RECORD_ATTRS}
+            entries.append(
+                {"event": record.getMessage(), "log_level": record.levelname.lower(), **fields}
+            )
+
+    target = logging.getLogger(logger)
+    handler = _Collect(logging.DEBUG)
+    saved = target.level
+    target.addHandler(handler)
+    target.setLevel(logging.DEBUG)
+    try:
+        yield entries
+    finally:
+        target.removeHandler(handler)
+        target.setLevel(saved)
 
 
 def free_port() -> int:

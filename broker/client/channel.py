@@ -25,13 +25,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import structlog
-
-from protocol.v1 import broker_pb2
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.v1 import broker_pb2
 
 __all__ = ["DEFAULT_OUTBOX_SIZE", "Channel"]
 
-log = structlog.get_logger("broker.client.channel")
+log = get_logger("aiorocketmq.broker.client.channel")
 
 # Enough for every notification a burst of joins and leaves can cause; a slow reader that
 # falls this far behind loses notifications rather than blocking the broker.

@@ -75,11 +75,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-import structlog
-
-from broker.client.channel import Channel
-from broker.client.subscription_data import SubscriptionData
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.broker.client.channel import Channel
+from aiorocketmq.broker.client.subscription_data import SubscriptionData
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 
 __all__ = [
     "CHANNEL_EXPIRED_TIMEOUT_MS",
@@ -91,7 +90,7 @@ __all__ = [
     "DefaultConsumerIdsChangeListener",
 ]
 
-log = structlog.get_logger("broker.client.consumer_manager")
+log = get_logger("aiorocketmq.broker.client.consumer_manager")
 
 # BrokerConfig.channelExpiredTimeout: a channel not refreshed by a heartbeat for this long is
 # dropped by the housekeeping scan.

@@ -12,14 +12,13 @@ RocketMQ keeps it for transaction checks.
 
 from __future__ import annotations
 
-import structlog
-
-from broker.client.channel import Channel
-from broker.client.consumer_manager import CHANNEL_EXPIRED_TIMEOUT_MS, ClientChannelInfo
+from aiorocketmq.broker.client.channel import Channel
+from aiorocketmq.broker.client.consumer_manager import CHANNEL_EXPIRED_TIMEOUT_MS, ClientChannelInfo
+from aiorocketmq.logs import get_logger
 
 __all__ = ["ProducerManager"]
 
-log = structlog.get_logger("broker.client.producer_manager")
+log = get_logger("aiorocketmq.broker.client.producer_manager")
 
 
 class ProducerManager:

@@ -63,14 +63,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import structlog
-
-from protocol.errors import QueueFenced
-from protocol.message_queue import MessageQueue
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.errors import QueueFenced
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = ["AcquireResult", "Denied", "Granted", "QueueGrant", "QueueGrantManager"]
 
-log = structlog.get_logger("broker.client.queue_grants")
+log = get_logger("aiorocketmq.broker.client.queue_grants")
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,13 +31,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import structlog
-
-from protocol.message_queue import MessageQueue
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message_queue import MessageQueue
 
 __all__ = ["REBALANCE_LOCK_MAX_LIVE_MS", "LockEntry", "RebalanceLockManager"]
 
-log = structlog.get_logger("broker.client.rebalance_lock_manager")
+log = get_logger("aiorocketmq.broker.client.rebalance_lock_manager")
 
 # rocketmq.broker.rebalance.lockMaxLiveTime
 REBALANCE_LOCK_MAX_LIVE_MS = 60_000

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.tags import SUB_ALL, parse_expression
-from protocol.v1 import common_pb2
+from aiorocketmq.protocol.tags import SUB_ALL, parse_expression
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["EXPRESSION_TYPE_TAG", "SubscriptionData"]
 

@@ -8,7 +8,7 @@ Rules (RocketMQ's ``ConsumerOffsetManager``):
   than the stored one only logs a ``[NOTIFYME]`` warning. (Rewinding is legitimate: a reset,
   a new owner that re-read from an older offset.)
 - ``query_offset`` answers -1 when the group has no offset for the queue; what the broker
-  replies then is the rule of ``broker.offset.consume_from_where``.
+  replies then is the rule of ``aiorocketmq.broker.offset.consume_from_where``.
 - ``pull_offset_table`` keeps the offsets of broker-side pulls (``commit_pull_offset``); it is
   not persisted.
 - Persistence: ``<store>/config/consumerOffset.json``, a JSON object with ``offsetTable`` and
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import structlog
+from aiorocketmq.logs import get_logger
 
 __all__ = [
     "CONSUMER_OFFSET_FILE",
@@ -49,7 +49,7 @@ __all__ = [
     "DataVersion",
 ]
 
-log = structlog.get_logger("broker.offset.consumer_offset_manager")
+log = get_logger("aiorocketmq.broker.offset.consumer_offset_manager")
 
 TOPIC_GROUP_SEPARATOR = "@"
 CONSUMER_OFFSET_FILE = "consumerOffset.json"

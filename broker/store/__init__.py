@@ -10,11 +10,11 @@ See ``message_store`` for the theory of operation, ``commit_log`` and ``consume_
 file formats.
 """
 
-from broker.store.commit_log import CommitLog, DispatchRequest, decode_message
-from broker.store.config import CQ_STORE_UNIT_SIZE, FlushDiskType, MessageStoreConfig
-from broker.store.consume_queue import ConsumeQueue
-from broker.store.message_id import create_message_id, decode_message_id
-from broker.store.message_store import (
+from aiorocketmq.broker.store.commit_log import CommitLog, DispatchRequest, decode_message
+from aiorocketmq.broker.store.config import CQ_STORE_UNIT_SIZE, FlushDiskType, MessageStoreConfig
+from aiorocketmq.broker.store.consume_queue import ConsumeQueue
+from aiorocketmq.broker.store.message_id import create_message_id, decode_message_id
+from aiorocketmq.broker.store.message_store import (
     ArrivalListener,
     DelayLevelRefused,
     GetMessageResult,

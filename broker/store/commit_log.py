@@ -10,7 +10,7 @@ Rules:
   segment size. The blank's size field is how a reader skips to the next segment.
 - Files are not preallocated: they grow as records are written (RocketMQ maps 1 GiB up front).
   So a segment's file size is where writing stopped, and a torn tail is a short file.
-- One record is RocketMQ's message format, version 2; ``protocol.record`` defines it (and
+- One record is RocketMQ's message format, version 2; ``aiorocketmq.protocol.record`` defines it (and
   decodes it: clients read the same records from a pull's ``records``).
 - A record is valid when its magic is right, its lengths add up to its total size, its
   physical-offset field equals where it lies and its body matches the CRC. ``recover`` scans
@@ -34,11 +34,10 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-import structlog
-
-from broker.store.files import pwrite_all
-from protocol.message import MessageConst, MessageExt
-from protocol.record import (
+from aiorocketmq.broker.store.files import pwrite_all
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.message import MessageConst, MessageExt
+from aiorocketmq.protocol.record import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     END_FILE_MIN_BLANK_LENGTH,
@@ -58,7 +57,7 @@ from protocol.record import (
     record_size,
     store_timestamp_pos,
 )
-from protocol.tags import java_string_hash
+from aiorocketmq.protocol.tags import java_string_hash
 
 __all__ = [
     "BLANK_MAGIC_CODE",
@@ -76,7 +75,7 @@ __all__ = [
     "tags_string_to_tags_code",
 ]
 
-log = structlog.get_logger("broker.store.commit_log")
+log = get_logger("aiorocketmq.broker.store.commit_log")
 
 _SIZE_MAGIC = struct.Struct(">ii")
 _I16 = struct.Struct(">h")

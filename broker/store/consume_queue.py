@@ -29,8 +29,8 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from broker.store.config import CQ_STORE_UNIT_SIZE
-from broker.store.files import pwrite_all
+from aiorocketmq.broker.store.config import CQ_STORE_UNIT_SIZE
+from aiorocketmq.broker.store.files import pwrite_all
 
 __all__ = ["CQ_STORE_UNIT_SIZE", "CQ_UNIT", "ConsumeQueue", "select_units", "select_units_py"]
 
@@ -83,13 +83,15 @@ def select_units_py(
 
 
 def _select_units() -> Callable[..., Selection]:
-    from protocol.record import _speedups  # the C module, when built and not switched off
+    from aiorocketmq.protocol.record import (
+        _speedups,  # the C module, when built and not switched off
+    )
 
     return select_units_py if _speedups is None else _speedups.select_units
 
 
 select_units: Callable[..., Selection] = _select_units()
-"""``select_units_py``, in C when ``protocol._speedups`` was built."""
+"""``select_units_py``, in C when ``aiorocketmq.protocol._speedups`` was built."""
 
 
 @dataclass(slots=True, eq=False)

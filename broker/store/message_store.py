@@ -5,7 +5,7 @@ Theory of operation:
 - **Put.** ``put_batch`` appends a batch of messages for one (topic, queue id): under one
   ``asyncio.Lock`` it takes the queue's next offset and, in one pass over the messages (the
   wire's protobuf messages or ``Message`` objects alike), validates each, builds its record
-  (``protocol.record.RecordBatchEncoder``: what the batch shares, hosts, timestamps, topic, is
+  (``aiorocketmq.protocol.record.RecordBatchEncoder``: what the batch shares, hosts, timestamps, topic, is
   packed once; per message one header, the body's CRC) and its consume-queue entry; then one
   write to the commit log and one to the consume queue. When the batch does not fit the
   current segment, the general path rolls segments (one write per segment touched). It answers
@@ -68,9 +68,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
-import structlog
-
-from broker.store.commit_log import (
+from aiorocketmq.broker.store.commit_log import (
     CommitLog,
     DispatchRequest,
     decode_message,
@@ -79,26 +77,27 @@ from broker.store.commit_log import (
     record_size,
     tags_string_to_tags_code,
 )
-from broker.store.config import MessageStoreConfig
-from broker.store.consume_queue import CQ_UNIT, ConsumeQueue, select_units
-from broker.store.files import fsync_all, fsync_dirs
-from broker.store.message_id import parse_host
-from protocol.batch import build_records, decode_batch, property_code
-from protocol.errors import (
+from aiorocketmq.broker.store.config import MessageStoreConfig
+from aiorocketmq.broker.store.consume_queue import CQ_UNIT, ConsumeQueue, select_units
+from aiorocketmq.broker.store.files import fsync_all, fsync_dirs
+from aiorocketmq.broker.store.message_id import parse_host
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.batch import build_records, decode_batch, property_code
+from aiorocketmq.protocol.errors import (
     InvalidArgument,
     MessageIllegal,
     MessageTooLarge,
     MQError,
     ServiceNotAvailable,
 )
-from protocol.message import MessageConst, MessageExt
-from protocol.record import (
+from aiorocketmq.protocol.message import MessageConst, MessageExt
+from aiorocketmq.protocol.record import (
     MESSAGE_MAGIC_CODE,
     RecordBatchEncoder,
     create_message_ids,
     record_tags,
 )
-from protocol.tags import SubscriptionExpression
+from aiorocketmq.protocol.tags import SubscriptionExpression
 
 __all__ = [
     "ArrivalListener",
@@ -112,7 +111,7 @@ __all__ = [
     "StorableMessage",
 ]
 
-log = structlog.get_logger("broker.store")
+log = get_logger("aiorocketmq.broker.store")
 
 T = TypeVar("T")
 
@@ -178,7 +177,7 @@ class PutBatchResult:
 
 
 class StorableMessage(Protocol):
-    """What the store reads of a message: ``protocol.message.Message`` or the wire's Message.
+    """What the store reads of a message: ``aiorocketmq.protocol.message.Message`` or the wire's Message.
 
     An empty ``tags`` or ``keys`` means none (the wire's strings are never None).
     """
@@ -712,8 +711,8 @@ class MessageStore:
     ) -> PutBatchResult:
         """Store ``messages`` consecutively in queue ``queue_id`` of ``topic`` (one batch).
 
-        ``messages`` may be a producer's batch body (``protocol.batch``): its records are built
-        straight from it (``protocol.batch.build_records``) when it is well formed and plain;
+        ``messages`` may be a producer's batch body (``aiorocketmq.protocol.batch``): its records are built
+        straight from it (``aiorocketmq.protocol.batch.build_records``) when it is well formed and plain;
         otherwise it is decoded into messages (``MessageIllegal`` names a malformed item) and
         stored as below.
 

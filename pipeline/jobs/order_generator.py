@@ -1,4 +1,4 @@
-"""``python -m pipeline.jobs.order_generator``: fill a topic with JSON order events.
+"""``python -m aiorocketmq.pipeline.jobs.order_generator``: fill a topic with JSON order events.
 
 Each message is one order event, tagged with its status (``created``, ``paid``, ``cancelled``)
 and keyed by its order id::
@@ -23,8 +23,8 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from pipeline.client import SyncClient
-from protocol.v1 import common_pb2
+from aiorocketmq.pipeline.client import SyncClient
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["PRODUCTS", "STATUSES", "main", "order_events"]
 
@@ -53,7 +53,7 @@ def order_events(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.jobs.order_generator",
+        prog="python -m aiorocketmq.pipeline.jobs.order_generator",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,4 +1,4 @@
-"""``python -m pipeline.jobs.order_stats``: per-minute order statistics from a topic to Parquet.
+"""``python -m aiorocketmq.pipeline.jobs.order_stats``: per-minute order statistics from a topic to Parquet.
 
 Reads the JSON order events of ``--topic`` (as ``order_generator`` writes them), parses them,
 and aggregates them per ``--window`` (1 minute) of event time::
@@ -197,7 +197,7 @@ def run(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.jobs.order_stats",
+        prog="python -m aiorocketmq.pipeline.jobs.order_stats",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pipeline.session import spark_session
+    from aiorocketmq.pipeline.session import spark_session
 
     spark = spark_session(
         "order_stats",

@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from protocol.v1 import common_pb2 as protocol_dot_v1_dot_common__pb2
-from protocol.v1 import nameserver_pb2 as protocol_dot_v1_dot_nameserver__pb2
+from aiorocketmq.protocol.v1 import common_pb2 as aiorocketmq_dot_protocol_dot_v1_dot_common__pb2
+from aiorocketmq.protocol.v1 import nameserver_pb2 as aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in protocol/v1/nameserver_pb2_grpc.py depends on'
+        + ' but the generated code in aiorocketmq/protocol/v1/nameserver_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,28 +37,28 @@ class NameServerStub:
         """
         self.RegisterBroker = channel.unary_unary(
                 '/aiorocketmq.v1.NameServer/RegisterBroker',
-                request_serializer=protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerRequest.SerializeToString,
-                response_deserializer=protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerResponse.FromString,
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerResponse.FromString,
                 _registered_method=True)
         self.UnregisterBroker = channel.unary_unary(
                 '/aiorocketmq.v1.NameServer/UnregisterBroker',
-                request_serializer=protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerRequest.SerializeToString,
-                response_deserializer=protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerResponse.FromString,
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerResponse.FromString,
                 _registered_method=True)
         self.GetRouteInfoByTopic = channel.unary_unary(
                 '/aiorocketmq.v1.NameServer/GetRouteInfoByTopic',
-                request_serializer=protocol_dot_v1_dot_nameserver__pb2.GetRouteInfoByTopicRequest.SerializeToString,
-                response_deserializer=protocol_dot_v1_dot_common__pb2.TopicRouteData.FromString,
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetRouteInfoByTopicRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_common__pb2.TopicRouteData.FromString,
                 _registered_method=True)
         self.GetBrokerClusterInfo = channel.unary_unary(
                 '/aiorocketmq.v1.NameServer/GetBrokerClusterInfo',
-                request_serializer=protocol_dot_v1_dot_nameserver__pb2.GetBrokerClusterInfoRequest.SerializeToString,
-                response_deserializer=protocol_dot_v1_dot_nameserver__pb2.ClusterInfo.FromString,
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetBrokerClusterInfoRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.ClusterInfo.FromString,
                 _registered_method=True)
         self.GetAllTopicList = channel.unary_unary(
                 '/aiorocketmq.v1.NameServer/GetAllTopicList',
-                request_serializer=protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.SerializeToString,
-                response_deserializer=protocol_dot_v1_dot_nameserver__pb2.TopicList.FromString,
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.TopicList.FromString,
                 _registered_method=True)
 
 
@@ -107,28 +107,28 @@ def add_NameServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'RegisterBroker': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterBroker,
-                    request_deserializer=protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerRequest.FromString,
-                    response_serializer=protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerResponse.SerializeToString,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerResponse.SerializeToString,
             ),
             'UnregisterBroker': grpc.unary_unary_rpc_method_handler(
                     servicer.UnregisterBroker,
-                    request_deserializer=protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerRequest.FromString,
-                    response_serializer=protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerResponse.SerializeToString,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerResponse.SerializeToString,
             ),
             'GetRouteInfoByTopic': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRouteInfoByTopic,
-                    request_deserializer=protocol_dot_v1_dot_nameserver__pb2.GetRouteInfoByTopicRequest.FromString,
-                    response_serializer=protocol_dot_v1_dot_common__pb2.TopicRouteData.SerializeToString,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetRouteInfoByTopicRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_common__pb2.TopicRouteData.SerializeToString,
             ),
             'GetBrokerClusterInfo': grpc.unary_unary_rpc_method_handler(
                     servicer.GetBrokerClusterInfo,
-                    request_deserializer=protocol_dot_v1_dot_nameserver__pb2.GetBrokerClusterInfoRequest.FromString,
-                    response_serializer=protocol_dot_v1_dot_nameserver__pb2.ClusterInfo.SerializeToString,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetBrokerClusterInfoRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.ClusterInfo.SerializeToString,
             ),
             'GetAllTopicList': grpc.unary_unary_rpc_method_handler(
                     servicer.GetAllTopicList,
-                    request_deserializer=protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.FromString,
-                    response_serializer=protocol_dot_v1_dot_nameserver__pb2.TopicList.SerializeToString,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.TopicList.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -156,8 +156,8 @@ class NameServer:
             request,
             target,
             '/aiorocketmq.v1.NameServer/RegisterBroker',
-            protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerRequest.SerializeToString,
-            protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerResponse.FromString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.RegisterBrokerResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -183,8 +183,8 @@ class NameServer:
             request,
             target,
             '/aiorocketmq.v1.NameServer/UnregisterBroker',
-            protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerRequest.SerializeToString,
-            protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerResponse.FromString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.UnregisterBrokerResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -210,8 +210,8 @@ class NameServer:
             request,
             target,
             '/aiorocketmq.v1.NameServer/GetRouteInfoByTopic',
-            protocol_dot_v1_dot_nameserver__pb2.GetRouteInfoByTopicRequest.SerializeToString,
-            protocol_dot_v1_dot_common__pb2.TopicRouteData.FromString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetRouteInfoByTopicRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_common__pb2.TopicRouteData.FromString,
             options,
             channel_credentials,
             insecure,
@@ -237,8 +237,8 @@ class NameServer:
             request,
             target,
             '/aiorocketmq.v1.NameServer/GetBrokerClusterInfo',
-            protocol_dot_v1_dot_nameserver__pb2.GetBrokerClusterInfoRequest.SerializeToString,
-            protocol_dot_v1_dot_nameserver__pb2.ClusterInfo.FromString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetBrokerClusterInfoRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.ClusterInfo.FromString,
             options,
             channel_credentials,
             insecure,
@@ -264,8 +264,8 @@ class NameServer:
             request,
             target,
             '/aiorocketmq.v1.NameServer/GetAllTopicList',
-            protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.SerializeToString,
-            protocol_dot_v1_dot_nameserver__pb2.TopicList.FromString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.TopicList.FromString,
             options,
             channel_credentials,
             insecure,

@@ -18,10 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.local_cluster import LocalCluster
-from aiorocketmq.trace import tracer
-from aiorocketmq.trace_check import TraceReport, check, read_traces
-from consumer import (
+from aiorocketmq.consumer import (
     AllocateMessageQueueAveragely,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -30,9 +27,12 @@ from consumer import (
     MessageQueue,
     PushConsumer,
 )
-from consumer.client_config import ClientConfig
-from producer import Message, Producer
-from protocol.errors import MQError
+from aiorocketmq.consumer.client_config import ClientConfig
+from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.trace import tracer
+from aiorocketmq.trace_check import TraceReport, check, read_traces
 
 __all__ = ["CaseResult", "ConsumerProcess", "Scenario"]
 

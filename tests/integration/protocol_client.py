@@ -17,7 +17,7 @@ from typing import Any
 
 import grpc
 
-from protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 __all__ = [
     "RPC_TIMEOUT",

@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from aiorocketmq.consumer import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    MessageExt,
+    PushConsumer,
+)
+from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.local_cluster import LocalCluster
-from consumer import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageExt, PushConsumer
-from consumer.client_config import ClientConfig
-from nameserver.client import NameServerClient
-from protocol.broker_connections import BrokerConnections
-from protocol.message_queue import MessageQueue
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 
 __all__ = ["Received", "create_topic", "fast_client_config", "new_consumer"]

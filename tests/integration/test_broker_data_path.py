@@ -11,12 +11,12 @@ import grpc
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
-from protocol.batch import encode_batch
-from protocol.broker_connections import BrokerConnections
-from protocol.errors import RESPONSE_CODE_KEY
-from protocol.message import Message
-from protocol.record import create_message_ids, decode_records, parse_host
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.batch import encode_batch
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.errors import RESPONSE_CODE_KEY
+from aiorocketmq.protocol.message import Message
+from aiorocketmq.protocol.record import create_message_ids, decode_records, parse_host
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 
 FAST = {"register_name_server_period_ms": 200, "flush_consumer_offset_interval_ms": 100}
@@ -237,7 +237,7 @@ async def test_offsets_survive_a_broker_restart(cluster: LocalCluster) -> None:
 async def test_broker_registers_its_topics_with_the_name_server(
     cluster: LocalCluster, stub: Any
 ) -> None:
-    from nameserver.client import NameServerClient
+    from aiorocketmq.nameserver.client import NameServerClient
 
     await create_topic(stub, "Routed", queues=3)
     async with NameServerClient(cluster.namesrv_addr) as ns:

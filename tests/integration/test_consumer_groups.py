@@ -24,7 +24,7 @@ import grpc
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 from tests.integration.protocol_client import ProtocolClient, heartbeat_request, mq, response_code
 from tests.integration.support import create_topic
@@ -444,7 +444,7 @@ async def test_bad_heartbeats_are_refused_by_name_and_the_broker_keeps_serving(
 
 async def test_a_client_cannot_act_on_another_clients_channel(tmp_path: Path) -> None:
     """A channel id is not a password: requests must come from the channel's own client id."""
-    from protocol.broker_connections import BrokerConnections
+    from aiorocketmq.protocol.broker_connections import BrokerConnections
 
     async with LocalCluster(tmp_path, brokers=1) as cluster:
         conns = BrokerConnections()

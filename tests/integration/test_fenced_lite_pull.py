@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.consumer import ConsumeFromWhere, LitePullConsumer
 from aiorocketmq.local_cluster import LocalCluster
-from consumer import ConsumeFromWhere, LitePullConsumer
-from producer import Message, Producer
+from aiorocketmq.producer import Message, Producer
 from tests.helpers import wait_until
 from tests.integration.support import create_topic, fast_client_config
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.local_cluster import LocalCluster
-from consumer.client_config import ClientConfig
-from protocol.errors import MQError
+from aiorocketmq.protocol.errors import MQError
 from tests.helpers import wait_until
 from tests.integration.join_leave import Scenario
 from tests.integration.support import create_topic
@@ -198,7 +198,7 @@ async def test_name_server_down_for_a_while(
             message="producing and consuming go on with cached routes",
         )
         await cluster.start_namesrv()
-        from nameserver.client import NameServerClient
+        from aiorocketmq.nameserver.client import NameServerClient
 
         async with NameServerClient(cluster.namesrv_addr) as ns:
 

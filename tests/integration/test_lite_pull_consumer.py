@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.local_cluster import LocalCluster
-from consumer import (
+from aiorocketmq.consumer import (
     AllocateMessageQueueAveragely,
     ConsumeFromWhere,
     LitePullConsumer,
@@ -18,7 +17,8 @@ from consumer import (
     MessageModel,
     MessageQueue,
 )
-from producer import Message, Producer
+from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.producer import Message, Producer
 from tests.helpers import wait_until
 from tests.integration.support import create_topic, fast_client_config
 

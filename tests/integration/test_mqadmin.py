@@ -13,26 +13,29 @@ import base64
 import json
 import logging
 import re
-import sys
 import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import structlog
 
-from aiorocketmq import mqadmin
+from aiorocketmq.cli import mqadmin
+from aiorocketmq.consumer import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    MessageExt,
+    PushConsumer,
+)
+from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.local_cluster import LocalCluster
-from consumer import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageExt, PushConsumer
-from consumer.client_config import ClientConfig
-from nameserver.client import NameServerClient
-from producer import Message, Producer
-from protocol.broker_connections import BrokerConnections
-from protocol.errors import MQError
-from protocol.message_queue import MessageQueue
-from protocol.rpc import call
-from protocol.v1 import broker_pb2
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.rpc import call
+from aiorocketmq.protocol.v1 import broker_pb2
 from tests.helpers import free_port, wait_until, wait_until_sync
 
 T = TypeVar("T")
@@ -72,35 +75,14 @@ class BackgroundCluster:
         return self.cluster.broker(broker_name).address
 
 
-class _Stderr:
-    """Whatever ``sys.stderr`` is at the time of each write (capsys swaps it per test)."""
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-
-def _quiet_logging() -> None:
-    """Errors only, to the current stderr: the cluster's info logs must not reach stdout."""
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
-        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
-    )
-
-
 @pytest.fixture(scope="module")
 def bg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundCluster]:
-    saved = structlog.get_config()
-    _quiet_logging()
     cluster = BackgroundCluster(tmp_path_factory.mktemp("mqadmin"))
     try:
         cluster.start()
         yield cluster
     finally:
         cluster.stop()
-        structlog.configure(**saved)
 
 
 @pytest.fixture(autouse=True)
@@ -109,7 +91,6 @@ def _restore_logging(bg: BackgroundCluster) -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     yield
-    _quiet_logging()
     root.handlers[:] = handlers
     root.setLevel(level)
 

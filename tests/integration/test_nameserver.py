@@ -9,10 +9,10 @@ from typing import Any
 import grpc
 import pytest
 
-from nameserver import NameServer, NameServerClient, NamesrvConfig
-from protocol.errors import RESPONSE_CODE_KEY, ServiceNotAvailable, TopicNotFound
-from protocol.rpc import insecure_channel
-from protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
+from aiorocketmq.nameserver import NameServer, NameServerClient, NamesrvConfig
+from aiorocketmq.protocol.errors import RESPONSE_CODE_KEY, ServiceNotAvailable, TopicNotFound
+from aiorocketmq.protocol.rpc import insecure_channel
+from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
 from tests.helpers import free_port, wait_until
 
 EXPIRE_MS = 300

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.local_cluster import LocalCluster
-from consumer import (
+from aiorocketmq.consumer import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -19,10 +18,11 @@ from consumer import (
     MessageQueue,
     PushConsumer,
 )
-from consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from producer import Message, Producer, SelectMessageQueueByHash
-from protocol.broker_connections import BrokerConnections
-from protocol.v1 import broker_pb2
+from aiorocketmq.consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.v1 import broker_pb2
 from tests.helpers import wait_until
 from tests.integration.support import Received, create_topic, fast_client_config, new_consumer
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
-from producer import Message, Producer, SelectMessageQueueByHash, SendStatus
-from protocol.errors import InvalidArgument, MessageTooLarge
-from protocol.message_queue import MessageQueue
+from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash, SendStatus
+from aiorocketmq.protocol.errors import InvalidArgument, MessageTooLarge
+from aiorocketmq.protocol.message_queue import MessageQueue
 from tests.integration import support
 
 FAST = {"register_name_server_period_ms": 200}

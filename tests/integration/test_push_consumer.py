@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.consumer import (
+    AllocateMessageQueueAveragely,
+    ConsumeFromWhere,
+    MessageQueue,
+    PushConsumer,
+)
 from aiorocketmq.local_cluster import LocalCluster
-from consumer import AllocateMessageQueueAveragely, ConsumeFromWhere, MessageQueue, PushConsumer
-from producer import Message, Producer
+from aiorocketmq.producer import Message, Producer
 from tests.helpers import wait_until
 from tests.integration.support import Received, create_topic, new_consumer, owners
 

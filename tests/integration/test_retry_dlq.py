@@ -19,7 +19,7 @@ import grpc
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.integration.protocol_client import RPC_TIMEOUT, ProtocolClient, response_code
 from tests.integration.support import create_topic
 

@@ -41,7 +41,7 @@ import sys
 
 import grpc
 
-from protocol.v1 import broker_pb2, broker_pb2_grpc
+from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc
 from tests.integration.protocol_client import heartbeat_request
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.cluster import STATE_FILE, pid_alive
+from aiorocketmq.cli.cluster import STATE_FILE, pid_alive
 
 pytestmark = pytest.mark.process
 

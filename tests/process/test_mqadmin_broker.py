@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from nameserver import NameServerClient
-from protocol.errors import MQError
+from aiorocketmq.nameserver import NameServerClient
+from aiorocketmq.protocol.errors import MQError
 from tests.helpers import BIN, free_port, mqadmin, wait_until
 
 pytestmark = pytest.mark.process

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from nameserver import NameServerClient
-from protocol.errors import ServiceNotAvailable
-from protocol.v1 import common_pb2
+from aiorocketmq.nameserver import NameServerClient
+from aiorocketmq.protocol.errors import ServiceNotAvailable
+from aiorocketmq.protocol.v1 import common_pb2
 from tests.helpers import BIN, free_port, mqadmin, wait_until
 
 pytestmark = pytest.mark.process

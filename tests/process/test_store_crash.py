@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.store import GetMessageStatus, MessageStore, MessageStoreConfig
-from protocol.message import Message
+from aiorocketmq.broker.store import GetMessageStatus, MessageStore, MessageStoreConfig
+from aiorocketmq.protocol.message import Message
 
 pytestmark = pytest.mark.process
 
@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import asyncio, sys
-from broker.store import MessageStore, MessageStoreConfig
-from protocol.message import Message
+from aiorocketmq.broker.store import MessageStore, MessageStoreConfig
+from aiorocketmq.protocol.message import Message
 
 async def writer(store, worker):
     i = 0

@@ -29,9 +29,9 @@ from typing import Any
 import grpc
 import pytest
 
-from nameserver import NameServerClient
-from protocol.broker_connections import BrokerConnections
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.nameserver import NameServerClient
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import free_port, wait_until
 
 pytestmark = pytest.mark.process

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.client import SyncClient
-from protocol.v1 import common_pb2
+from aiorocketmq.pipeline.client import SyncClient
+from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["ClusterProcesses", "sent_messages"]
 
@@ -125,7 +125,7 @@ def sent_messages(
     response: Any, messages: list[common_pb2.Message]
 ) -> list[tuple[str, str, int, int, str, common_pb2.Message]]:
     """``(topic, broker, queue id, queue offset, msg id, message)`` of each message of a send."""
-    from protocol.record import create_message_ids, parse_host
+    from aiorocketmq.protocol.record import create_message_ids, parse_host
 
     mq = response.message_queue
     if response.results:

@@ -9,8 +9,8 @@ import pickle
 
 import pytest
 
-from pipeline.client import SyncClient
-from pipeline.offsets import (
+from aiorocketmq.pipeline.client import SyncClient
+from aiorocketmq.pipeline.offsets import (
     OffsetRange,
     QueueStats,
     data_loss,
@@ -21,7 +21,7 @@ from pipeline.offsets import (
     rate_limit,
     resolve_offsets,
 )
-from pipeline.options import ReadOptions, WriteOptions
+from aiorocketmq.pipeline.options import ReadOptions, WriteOptions
 
 A0 = ("T", "broker-a", 0)
 A1 = ("T", "broker-a", 1)
@@ -201,7 +201,7 @@ def test_source_objects_carry_settings_only_and_pickle() -> None:
     pytest.importorskip("pyarrow")
     from pyspark import cloudpickle
 
-    from pipeline.source import SCHEMA, RocketMQDataSource
+    from aiorocketmq.pipeline.source import SCHEMA, RocketMQDataSource
 
     source = RocketMQDataSource(
         {"nameServer": "127.0.0.1:1", "topic": "T", "startingOffsets": "earliest"}
@@ -234,9 +234,9 @@ def test_raw_records_become_rows_cut_at_the_end_offset() -> None:
     """The reader's columnar path: every column of every record, cut at ``end``."""
     pytest.importorskip("pyspark")
     pytest.importorskip("pyarrow")
-    from pipeline.arrow import arrow_schema, messages_to_batch, records_to_batch
-    from pipeline.source import SCHEMA
-    from protocol.record import (
+    from aiorocketmq.pipeline.arrow import arrow_schema, messages_to_batch, records_to_batch
+    from aiorocketmq.pipeline.source import SCHEMA
+    from aiorocketmq.protocol.record import (
         RecordBatchEncoder,
         create_message_id,
         decode_records_py,

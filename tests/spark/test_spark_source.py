@@ -25,12 +25,12 @@ pytest.importorskip("pyarrow")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("Spark needs Java", allow_module_level=True)
 
-from consumer import ConsumeFromWhere, LitePullConsumer, MessageExt
-from pipeline.client import SyncClient, close_channels
-from pipeline.jobs import order_generator, order_stats
-from pipeline.session import spark_session
-from protocol.message_queue import MessageQueue
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.consumer import ConsumeFromWhere, LitePullConsumer, MessageExt
+from aiorocketmq.pipeline.client import SyncClient, close_channels
+from aiorocketmq.pipeline.jobs import order_generator, order_stats
+from aiorocketmq.pipeline.session import spark_session
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until_sync
 from tests.spark.brokers import ClusterProcesses, sent_messages
 

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from structlog.testing import capture_logs
 
-from consumer.allocate import (
+from aiorocketmq.consumer.allocate import (
     AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -25,7 +24,8 @@ from consumer.allocate import (
     md5_hash64,
     strategy_by_name,
 )
-from protocol import MessageQueue
+from aiorocketmq.protocol import MessageQueue
+from tests.helpers import capture_logs
 
 G = "GID_TEST"
 

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumer.allocate import (
+from aiorocketmq.consumer.allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueConsistentHashBounded,
     AllocateMessageQueueStrategy,
 )
-from protocol import MessageQueue
+from aiorocketmq.protocol import MessageQueue
 
 G = "GID_TEST"
 

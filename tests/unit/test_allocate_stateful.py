@@ -12,13 +12,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from consumer.allocate import (
+from aiorocketmq.consumer.allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueConsistentHashBounded,
     AllocateMessageQueueStrategy,
     md5_hash64,
 )
-from protocol import MessageQueue
+from aiorocketmq.protocol import MessageQueue
 
 G = "GID_TEST"
 

@@ -16,24 +16,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import batch as batch_module
-from protocol import record as record_module
-from protocol.batch import (
+from aiorocketmq.protocol import batch as batch_module
+from aiorocketmq.protocol import record as record_module
+from aiorocketmq.protocol.batch import (
     build_records_py,
     decode_batch,
     encode_batch,
     message_properties,
     property_code,
 )
-from protocol.errors import MessageIllegal
-from protocol.message import Message, MessageExt
-from protocol.record import (
+from aiorocketmq.protocol.errors import MessageIllegal
+from aiorocketmq.protocol.message import Message, MessageExt
+from aiorocketmq.protocol.record import (
     RecordBatchEncoder,
     decode_records,
     decode_records_py,
     format_host,
 )
-from protocol.tags import java_string_hash
+from aiorocketmq.protocol.tags import java_string_hash
 
 speedups = record_module._speedups
 needs_c = pytest.mark.skipif(speedups is None, reason="AIOROCKETMQ_NO_EXTENSIONS is set")
@@ -277,7 +277,7 @@ def test_select_units_c_and_python_agree(
     physical_min: int,
     code_set: frozenset[int] | None,
 ) -> None:
-    from broker.store.consume_queue import CQ_UNIT, select_units_py
+    from aiorocketmq.broker.store.consume_queue import CQ_UNIT, select_units_py
 
     position, parts = 0, []
     for gap, size, code in spec:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from structlog.testing import capture_logs
 
-from broker.client import (
+from aiorocketmq.broker.client import (
     Channel,
     ClientChannelInfo,
     ConsumerGroupEvent,
@@ -17,8 +16,9 @@ from broker.client import (
     ProducerManager,
     SubscriptionData,
 )
-from protocol.tags import java_string_hash
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.tags import java_string_hash
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from tests.helpers import capture_logs
 
 CLUSTERING = common_pb2.CLUSTERING
 BROADCASTING = common_pb2.BROADCASTING

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from structlog.testing import capture_logs
 
-from broker.offset import ConsumerOffsetManager, query_offset_answer
+from aiorocketmq.broker.offset import ConsumerOffsetManager, query_offset_answer
+from tests.helpers import capture_logs
 
 
 class Clock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protocol.generate import PACKAGE_PATH, ROOT, generate, generated_files
+from aiorocketmq.protocol.generate import PACKAGE_PATH, ROOT, generate, generated_files
 
 
 def test_generated_stubs_are_current(tmp_path: Path) -> None:

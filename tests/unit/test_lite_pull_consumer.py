@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from consumer import ConsumeFromWhere, LitePullConsumer, MessageExt, MessageQueue
-from consumer.offset_store import RemoteBrokerOffsetStore
-from protocol.codes import ResponseCode
-from protocol.errors import MQError, QueryNotFound, ServiceNotAvailable
-from protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.consumer import ConsumeFromWhere, LitePullConsumer, MessageExt, MessageQueue
+from aiorocketmq.consumer.offset_store import RemoteBrokerOffsetStore
+from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.errors import MQError, QueryNotFound, ServiceNotAvailable
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 
 Q1 = MessageQueue("T", "broker-a", 0)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broker.client import RebalanceLockManager
-from protocol import MessageQueue
+from aiorocketmq.broker.client import RebalanceLockManager
+from aiorocketmq.protocol import MessageQueue
 
 Q0, Q1, Q2 = (MessageQueue("T", "broker-a", i) for i in range(3))
 

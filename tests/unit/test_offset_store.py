@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from consumer.offset_store import (
+from aiorocketmq.consumer.offset_store import (
     ControllableOffset,
     LocalFileOffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
-from protocol.errors import QueryNotFound, ServiceNotAvailable
-from protocol.message_queue import MessageQueue
-from protocol.v1 import broker_pb2
+from aiorocketmq.protocol.errors import QueryNotFound, ServiceNotAvailable
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.v1 import broker_pb2
 
 MQ = MessageQueue("T", "broker-a", 0)
 MQ2 = MessageQueue("T", "broker-b", 1)

@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from consumer.process_queue import (
+from aiorocketmq.consumer.process_queue import (
     CONSUME_CONCURRENTLY_MAX_SPAN,
     PULL_MAX_IDLE_TIME,
     PULL_THRESHOLD_FOR_QUEUE,
@@ -21,7 +21,7 @@ from consumer.process_queue import (
     ProcessQueue,
     flow_control_reason,
 )
-from protocol import MessageExt
+from aiorocketmq.protocol import MessageExt
 
 
 class FakeClock:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from protocol.codes import RPC_REQUEST_CODES
-from protocol.generate import PROTO_DIR, ROOT
-from protocol.v1 import broker_pb2
+from aiorocketmq.protocol.codes import RPC_REQUEST_CODES
+from aiorocketmq.protocol.generate import PROTO_DIR, ROOT
+from aiorocketmq.protocol.v1 import broker_pb2
 
 DOC = (ROOT / "docs" / "protocol.md").read_text()
 

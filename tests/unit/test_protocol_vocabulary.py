@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from protocol import MessageQueue, PermName, ResponseCode, build_client_id
-from protocol.client_id import default_instance_name
-from protocol.errors import InvalidArgument
-from protocol.route import route_to_publish_queues, route_to_subscribe_queues
-from protocol.tags import java_string_hash, parse_expression
-from protocol.v1 import common_pb2
-from protocol.validators import check_group, check_topic, dlq_topic, retry_topic
+from aiorocketmq.protocol import MessageQueue, PermName, ResponseCode, build_client_id
+from aiorocketmq.protocol.client_id import default_instance_name
+from aiorocketmq.protocol.errors import InvalidArgument
+from aiorocketmq.protocol.route import route_to_publish_queues, route_to_subscribe_queues
+from aiorocketmq.protocol.tags import java_string_hash, parse_expression
+from aiorocketmq.protocol.v1 import common_pb2
+from aiorocketmq.protocol.validators import check_group, check_topic, dlq_topic, retry_topic
 
 
 def test_message_queue_str_is_rocketmqs_tostring() -> None:

@@ -8,9 +8,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from broker.client import QueueGrantManager
-from protocol import MessageQueue, ResponseCode
-from protocol.errors import QueueFenced
+from aiorocketmq.broker.client import QueueGrantManager
+from aiorocketmq.protocol import MessageQueue, ResponseCode
+from aiorocketmq.protocol.errors import QueueFenced
 
 Q0, Q1, Q2 = (MessageQueue("T", "broker-a", i) for i in range(3))
 

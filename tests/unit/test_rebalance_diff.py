@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumer.process_queue import PULL_MAX_IDLE_TIME, ProcessQueue
-from consumer.rebalance_diff import (
+from aiorocketmq.consumer.process_queue import PULL_MAX_IDLE_TIME, ProcessQueue
+from aiorocketmq.consumer.rebalance_diff import (
     RebalanceDiff,
     RebalanceProcessQueue,
     compute_rebalance_diff,
     queues_not_my_topic,
     working_queues,
 )
-from protocol import MessageQueue
+from aiorocketmq.protocol import MessageQueue
 
 T = "TopicTest"
 RETRY = "%RETRY%GID_TEST"

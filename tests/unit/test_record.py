@@ -7,8 +7,8 @@ import zlib
 
 import pytest
 
-from protocol.message import MessageExt
-from protocol.record import (
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.record import (
     BORNHOST_V6_FLAG,
     MESSAGE_MAGIC_CODE,
     STOREHOSTADDRESS_V6_FLAG,

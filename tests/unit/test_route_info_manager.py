@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from nameserver.route_info_manager import RegisterBrokerResult, RouteInfoManager
-from protocol.errors import InvalidArgument, TopicNotFound
-from protocol.perm import PermName
-from protocol.route import route_to_publish_queues, route_to_subscribe_queues
-from protocol.v1 import common_pb2
+from aiorocketmq.nameserver.route_info_manager import RegisterBrokerResult, RouteInfoManager
+from aiorocketmq.protocol.errors import InvalidArgument, TopicNotFound
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.route import route_to_publish_queues, route_to_subscribe_queues
+from aiorocketmq.protocol.v1 import common_pb2
 
 RW = int(PermName.READ | PermName.WRITE)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.commit_log import (
+from aiorocketmq.broker.store.commit_log import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC_CODE,
@@ -21,8 +21,13 @@ from broker.store.commit_log import (
     record_size,
     tags_string_to_tags_code,
 )
-from broker.store.message_id import create_message_id, decode_message_id, format_host, parse_host
-from protocol.tags import java_string_hash
+from aiorocketmq.broker.store.message_id import (
+    create_message_id,
+    decode_message_id,
+    format_host,
+    parse_host,
+)
+from aiorocketmq.protocol.tags import java_string_hash
 
 HOST = (bytes([10, 0, 0, 7]), 10911)
 BORN = (bytes([192, 168, 1, 2]), 50000)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from aiorocketmq.broker.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
 
 SEGMENT = 4 * CQ_STORE_UNIT_SIZE  # four entries per segment
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-import broker.store.message_store as message_store_module
-from broker.store import (
+import aiorocketmq.broker.store.message_store as message_store_module
+from aiorocketmq.broker.store import (
     DelayLevelRefused,
     GetMessageResult,
     GetMessageStatus,
@@ -22,12 +22,17 @@ from broker.store import (
     PutMessageStatus,
     decode_message_id,
 )
-from broker.store.consume_queue import CQ_UNIT, select_units
-from protocol.errors import InvalidArgument, MessageIllegal, MessageTooLarge, ServiceNotAvailable
-from protocol.message import Message, MessageExt
-from protocol.record import decode_records
-from protocol.tags import java_string_hash, parse_expression
-from protocol.v1 import common_pb2
+from aiorocketmq.broker.store.consume_queue import CQ_UNIT, select_units
+from aiorocketmq.protocol.errors import (
+    InvalidArgument,
+    MessageIllegal,
+    MessageTooLarge,
+    ServiceNotAvailable,
+)
+from aiorocketmq.protocol.message import Message, MessageExt
+from aiorocketmq.protocol.record import decode_records
+from aiorocketmq.protocol.tags import java_string_hash, parse_expression
+from aiorocketmq.protocol.v1 import common_pb2
 from tests.helpers import wait_until
 
 TOPIC = "TopicTest"

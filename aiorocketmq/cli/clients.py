@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.trace import tracer
-from consumer import (
+from aiorocketmq.consumer import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -25,10 +24,11 @@ from consumer import (
     MessageModel,
     PushConsumer,
 )
-from consumer.allocate import strategy_by_name
-from consumer.client_config import ClientConfig
-from consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from producer import Message, Producer, SelectMessageQueueByHash
+from aiorocketmq.consumer.allocate import strategy_by_name
+from aiorocketmq.consumer.client_config import ClientConfig
+from aiorocketmq.consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash
+from aiorocketmq.trace import tracer
 
 __all__ = ["add_consume_parser", "add_produce_parser", "consume_main", "produce_main"]
 

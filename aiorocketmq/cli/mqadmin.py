@@ -26,18 +26,18 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from aiorocketmq.logs import configure_logging
+from aiorocketmq.nameserver.client import NameServerClient, parse_namesrv_addr
+from aiorocketmq.producer.producer import Producer, SendResult
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.errors import InvalidArgument, MQError, SubscriptionGroupNotExist
+from aiorocketmq.protocol.message import Message
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.route import MASTER_ID, master_addr, route_to_subscribe_queues
+from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
+from aiorocketmq.protocol.validators import check_group, check_topic
 from aiorocketmq.runtime import run
-from nameserver.client import NameServerClient, parse_namesrv_addr
-from producer.producer import Producer, SendResult
-from protocol.broker_connections import BrokerConnections
-from protocol.errors import InvalidArgument, MQError, SubscriptionGroupNotExist
-from protocol.message import Message
-from protocol.message_queue import MessageQueue
-from protocol.perm import PermName
-from protocol.route import MASTER_ID, master_addr, route_to_subscribe_queues
-from protocol.rpc import DEFAULT_RPC_TIMEOUT, call
-from protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
-from protocol.validators import check_group, check_topic
 
 __all__ = [
     "SUB_COMMANDS",

@@ -42,14 +42,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from aiorocketmq.mqadmin import cluster_info_to_json, route_to_json
+from aiorocketmq.cli.mqadmin import cluster_info_to_json, route_to_json
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
+from aiorocketmq.protocol.validators import SYSTEM_TOPICS, check_topic
 from aiorocketmq.runtime import run
-from nameserver.client import NameServerClient
-from protocol.broker_connections import BrokerConnections
-from protocol.errors import MQError
-from protocol.rpc import DEFAULT_RPC_TIMEOUT, call
-from protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
-from protocol.validators import SYSTEM_TOPICS, check_topic
 
 __all__ = [
     "STATE_FILE",

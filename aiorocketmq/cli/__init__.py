@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from aiorocketmq.clients_cli import (
+from aiorocketmq.cli.clients import (
     add_consume_parser,
     add_produce_parser,
     consume_main,
     produce_main,
 )
-from aiorocketmq.cluster import add_cluster_parser, cluster_main
+from aiorocketmq.cli.cluster import add_cluster_parser, cluster_main
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.runtime import run
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     if args.command == "demo":
-        from aiorocketmq.demo import run_demo
+        from aiorocketmq.cli.demo import run_demo
 
         return run(run_demo(sys.stdout, step_s=args.step))
     if args.command == "trace":

@@ -16,14 +16,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from aiorocketmq.consumer import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    MessageExt,
+    PushConsumer,
+)
+from aiorocketmq.consumer.client_config import ClientConfig
+from aiorocketmq.consumer.types import ConsumeFromWhere
 from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from aiorocketmq.trace import tracer
-from consumer import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageExt, PushConsumer
-from consumer.client_config import ClientConfig
-from consumer.types import ConsumeFromWhere
-from producer import Message, Producer
-from protocol.broker_connections import BrokerConnections
-from protocol.v1 import broker_pb2, common_pb2
 
 __all__ = ["run_demo"]
 
