@@ -5,14 +5,9 @@ Tests and users shrink them through these same fields (e.g. ``heartbeat_broker_i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aiorocketmq.protocol.validators import check_group
-
-__all__ = ["HANDOFF_MODES", "ClientConfig", "check_consumer_settings"]
-
-HANDOFF_MODES = ("classic", "fenced")
+__all__ = ["ClientConfig"]
 
 
 @dataclass(slots=True)
@@ -27,20 +22,3 @@ class ClientConfig:
     rebalance_min_interval_ms: int = 1_000
     # Reconnect delay of a channel stream after it ends (ours: RocketMQ reconnects on demand).
     channel_reconnect_delay_ms: int = 200
-
-
-def check_consumer_settings(
-    group: str, handoff: str, ranges: Iterable[tuple[str, int, int, int]]
-) -> None:
-    """A consumer's ``checkConfig``: a legal group that is not DEFAULT_CONSUMER, a known
-    handoff, and each ``(name, value, low, high)`` setting within its range (ValueError)."""
-    check_group(group)
-    if group == "DEFAULT_CONSUMER":
-        raise ValueError(
-            "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
-        )
-    for name, value, lo, hi in ranges:
-        if not lo <= value <= hi:
-            raise ValueError(f"{name} out of range [{lo}, {hi}]: {value}")
-    if handoff not in HANDOFF_MODES:
-        raise ValueError(f"handoff must be 'classic' or 'fenced', got {handoff!r}")

@@ -49,6 +49,7 @@ class ConsumerInner(Protocol):
     async def persist_consumer_offset(self) -> None: ...
     async def pull_message(self, request: PullRequest) -> None: ...
     def on_queue_released(self, mq: MessageQueue) -> None: ...
+    def is_balanced(self) -> bool: ...
 
 
 class MQClientInstance:
@@ -173,7 +174,7 @@ class MQClientInstance:
 
     def all_consumers_balanced(self) -> bool:
         """Every consumer holds exactly its last allocation (a local check, no RPC)."""
-        return all(getattr(c, "is_balanced", lambda: False)() for c in self.consumer_table.values())
+        return all(c.is_balanced() for c in self.consumer_table.values())
 
     def rebalance_immediately(self) -> None:
         self.rebalance_service.wakeup()

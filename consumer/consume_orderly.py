@@ -9,7 +9,7 @@ Rules (spec 1.4, 4.3, 6.8):
   the listener runs under the queue's ``consume_lock``, so a rebalance that drops the queue
   can wait for the batch in flight (up to 500 ms) before it persists the offset and unlocks.
 - SUCCESS commits the batch (offset after its last message); SUSPEND_CURRENT_QUEUE_A_MOMENT
-  puts the batch back and retries after ``suspend_current_queue_time_millis`` (1 s), until
+  puts the batch back and retries after ``suspend_current_queue_time_ms`` (1 s), until
   ``max_reconsume_times`` (unlimited by default for orderly) sends it to the dead-letter queue.
 - BROADCASTING never locks.
 """
@@ -55,7 +55,7 @@ class ConsumeMessageOrderlyService:
         lock_all: Callable[[], Awaitable[None]],
         send_to_dlq: Callable[[MessageExt], Awaitable[bool]],
         consume_message_batch_max_size: int = 1,
-        suspend_current_queue_time_millis: int = 1_000,
+        suspend_current_queue_time_ms: int = 1_000,
         max_reconsume_times: int = 2**31 - 1,
         lock_interval_ms: int = 20_000,
         lock_max_live_ms: int = 30_000,
@@ -70,7 +70,7 @@ class ConsumeMessageOrderlyService:
         self.lock_all = lock_all
         self.send_to_dlq = send_to_dlq
         self.batch_size = consume_message_batch_max_size
-        self.suspend_ms = min(max(suspend_current_queue_time_millis, 10), 30_000)
+        self.suspend_ms = min(max(suspend_current_queue_time_ms, 10), 30_000)
         self.max_reconsume_times = max_reconsume_times
         self.lock_interval_ms = lock_interval_ms
         self.lock_max_live_ms = lock_max_live_ms

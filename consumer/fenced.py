@@ -43,11 +43,16 @@ class _Client(Protocol):
 
 
 class FencedHandoff:
-    """Acquire and release grants for one group, one request per broker."""
+    """Acquire and release grants for one group, one request per broker.
+
+    The one owner of the epochs: ``epochs`` holds the epoch of every grant we hold. The
+    rebalance (pull requests) and the offset store (commits) read this same dict.
+    """
 
     def __init__(self, client: _Client, group: str) -> None:
         self.client = client
         self.group = group
+        self.epochs: dict[MessageQueue, int] = {}
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
         """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent."""
@@ -82,6 +87,7 @@ class FencedHandoff:
         for g in response.granted:
             mq = MessageQueue.from_proto(g.message_queue)
             granted[mq] = (g.epoch, g.committed_offset)
+            self.epochs[mq] = g.epoch
             tracer.record(
                 "queue_acquired",
                 group=self.group,
@@ -100,11 +106,17 @@ class FencedHandoff:
             )
         return granted
 
-    async def release(self, items: list[tuple[MessageQueue, int, int]]) -> set[MessageQueue]:
-        """Release (queue, epoch, final offset) grants; the queues the brokers released."""
+    async def release(self, finals: list[tuple[MessageQueue, int]]) -> set[MessageQueue]:
+        """Release the grants of (queue, final offset); the queues the brokers released.
+
+        Each release presents the grant's epoch; a queue we hold no grant for is skipped.
+        The epochs are forgotten either way: the queues are no longer ours.
+        """
         by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
-        for item in items:
-            by_broker[item[0].broker_name].append(item)
+        for mq, final_offset in finals:
+            epoch = self.epochs.pop(mq, 0)
+            if epoch:
+                by_broker[mq.broker_name].append((mq, epoch, final_offset))
         results = await asyncio.gather(*(self._release_one(b, i) for b, i in by_broker.items()))
         released: set[MessageQueue] = set()
         for part in results:

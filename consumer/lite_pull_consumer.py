@@ -22,7 +22,7 @@ buffer of pulled messages not yet polled. One pull task per queue (``PullTaskImp
 (long polling) and fills the buffer, waiting while the flow-control thresholds are exceeded.
 ``poll()`` hands out buffered messages of queues that are not paused and moves each queue's
 consumed offset past what it returned. Committing moves the consumed offsets into the offset
-store and persists them: ``commit_sync()`` at once, and every ``auto_commit_interval_millis``
+store and persists them: ``commit_sync()`` at once, and every ``auto_commit_interval_ms``
 when ``auto_commit`` is on (the messages ``poll()`` returned count as consumed).
 
 Where we differ from RocketMQ (each says why):
@@ -46,61 +46,48 @@ Where we differ from RocketMQ (each says why):
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from aiorocketmq.consumer.allocate import (
-    AllocateMessageQueueAveragely,
-    AllocateMessageQueueStrategy,
-)
-from aiorocketmq.consumer.client_config import ClientConfig, check_consumer_settings
-from aiorocketmq.consumer.client_instance import (
-    MQClientInstance,
-    MQClientManager,
-    consumer_client_id,
-)
-from aiorocketmq.consumer.fenced import FencedHandoff
-from aiorocketmq.consumer.offset_store import (
-    OffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-    new_offset_store,
-)
+from aiorocketmq.consumer.consumer_core import ConsumerAPI, ConsumerCore, now_ms
+from aiorocketmq.consumer.offset_store import ReadOffsetType
 from aiorocketmq.consumer.process_queue import ProcessQueue, flow_control_reason
+from aiorocketmq.consumer.pull_api import FOUND, NO_MATCHED_MSG, NO_NEW_MSG, PullResult
 from aiorocketmq.consumer.pull_message_service import PullRequest
-from aiorocketmq.consumer.rebalance_impl import RebalanceImpl
-from aiorocketmq.consumer.types import ConsumeFromWhere, MessageModel, MessageQueueListener
+from aiorocketmq.consumer.settings import (
+    Handoff,
+    LitePullConsumerSettings,
+    build_settings,
+    check_group_name,
+)
+from aiorocketmq.consumer.types import MessageModel
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.client_id import local_ip
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import MQError, QueueFenced
 from aiorocketmq.protocol.message import MessageExt
 from aiorocketmq.protocol.message_queue import MessageQueue
-from aiorocketmq.protocol.tags import SUB_ALL, SubscriptionExpression, parse_expression
-from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
-from aiorocketmq.protocol.validators import check_topic, is_retry_topic
+from aiorocketmq.protocol.tags import SUB_ALL, parse_expression
+from aiorocketmq.protocol.v1 import common_pb2
+from aiorocketmq.protocol.validators import check_topic
 from aiorocketmq.trace import tracer
 
-__all__ = ["LitePullConsumer", "MessageQueueState", "RebalanceLitePullImpl", "SubscriptionType"]
+__all__ = [
+    "LitePullConsumer",
+    "LitePullConsumerImpl",
+    "MessageQueueState",
+    "RebalanceLitePullImpl",
+    "SubscriptionType",
+]
 
 log = get_logger("aiorocketmq.consumer.lite_pull")
 
-PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL = 50
-PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL = 20
-MIN_AUTOCOMMIT_INTERVAL_MILLIS = 1_000
-CONSUME_MAX_SPAN = 2_000
+PULL_TIME_DELAY_MS_WHEN_CACHE_FLOW_CONTROL = 50
+PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL = 20
 
 SUBSCRIPTION_CONFLICT = "Subscribe and assign are mutually exclusive."
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class SubscriptionType(Enum):
@@ -136,11 +123,154 @@ class MessageQueueState:
         return self.process_queue.dropped
 
 
+class LitePullConsumer(ConsumerAPI):
+    """An async lite pull consumer: ``subscribe`` or ``assign``, ``await start()``, ``poll``.
+
+    ``settings`` (a ``LitePullConsumerSettings``) and keyword options configure it; every
+    option is documented there with its unit, default and RocketMQ's name::
+
+        consumer = LitePullConsumer("G", "127.0.0.1:9876", auto_commit=False)
+        consumer.subscribe("TopicTest")
+        async with consumer:
+            msgs = await consumer.poll()
+            await consumer.commit_sync()
+    """
+
+    settings: LitePullConsumerSettings
+    _impl: LitePullConsumerImpl
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str,
+        settings: LitePullConsumerSettings | None = None,
+        **options: Any,
+    ) -> None:
+        check_group_name(group)
+        self.settings = build_settings(LitePullConsumerSettings, settings, options)
+        self._impl = LitePullConsumerImpl(group, namesrv_addr, self.settings)
+
+    # ---- state a user (or a test) may read: see ConsumerAPI -----------------------------------
+    @property
+    def subscription_type(self) -> SubscriptionType:
+        return self._impl.subscription_type
+
+    # ---- subscription ----------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str = SUB_ALL) -> None:
+        """Consume ``topic`` (tags matching ``expression``) from the queues the rebalance gives.
+
+        Raises ``ValueError`` if ``assign()`` was called: the two are mutually exclusive.
+        """
+        self._impl.subscribe(topic, expression)
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic``; its queues go at the next rebalance."""
+        self._impl.unsubscribe(topic)
+
+    def assign(self, message_queues: Iterable[MessageQueue], expression: str = SUB_ALL) -> None:
+        """Consume exactly these queues (no rebalance); replaces any earlier assignment.
+
+        ``expression`` filters by tag, for the topics of these queues. Queues no longer in
+        the assignment are dropped with their buffered messages, and their consumed offsets
+        are not committed: call ``commit_sync()`` first to keep that progress. Raises
+        ``ValueError`` if ``subscribe()`` was called: the two are mutually exclusive.
+        """
+        self._impl.assign(message_queues, expression)
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues this consumer holds now."""
+        return self._impl.assignment()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Join (subscribe) or take the assigned queues, and start pulling."""
+        await self._impl.start()
+
+    async def shutdown(self) -> None:
+        """Stop pulling, commit (auto-commit) or persist the offsets, leave the group."""
+        await self._impl.shutdown()
+
+    # ---- polling ---------------------------------------------------------------------------
+    async def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        """Up to ``pull_batch_size`` buffered messages, waiting up to ``timeout`` seconds.
+
+        ``timeout`` defaults to ``poll_timeout_ms``. Returns ``[]`` when nothing arrived in
+        time or the consumer is shutting down. With ``auto_commit`` the messages returned count
+        as consumed: the next commit moves past them.
+        """
+        return await self._impl.poll(timeout)
+
+    def __aiter__(self) -> AsyncIterator[MessageExt]:
+        """``async for msg in consumer``: each polled message, until ``shutdown()``.
+
+        A batch counts as consumed when ``poll()`` returns it, so with ``auto_commit`` leaving
+        the loop in the middle of a batch commits past the rest of that batch.
+        """
+        return self._impl.iterate()
+
+    # ---- pause, resume, seek -----------------------------------------------------------------
+    def pause(self, message_queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling these assigned queues; ``poll()`` returns nothing from them meanwhile.
+
+        Queues not assigned are ignored (as in RocketMQ); a queue the rebalance gives again
+        later starts unpaused.
+        """
+        self._impl.pause(message_queues)
+
+    def resume(self, message_queues: Iterable[MessageQueue]) -> None:
+        """Pull and deliver these queues again."""
+        self._impl.resume(message_queues)
+
+    def paused(self) -> set[MessageQueue]:
+        return self._impl.paused()
+
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """The next messages of ``mq`` start at ``offset``; buffered ones are discarded.
+
+        ``offset`` must lie within [min offset, max offset] and ``mq`` must be assigned
+        (``ValueError`` otherwise, naming the bounds or the assignment).
+        """
+        await self._impl.seek(mq, offset)
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        """Seek to the queue's min offset (its oldest message still stored)."""
+        await self._impl.seek_to_begin(mq)
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        """Seek to the queue's max offset: only messages stored from now on are polled."""
+        await self._impl.seek_to_end(mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        """GET_MIN_OFFSET: the oldest offset still stored in ``mq``."""
+        return await self._impl.queue_offset(mq, "GetMinOffset")
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        """GET_MAX_OFFSET: the offset the next message of ``mq`` will get."""
+        return await self._impl.queue_offset(mq, "GetMaxOffset")
+
+    # ---- offsets ---------------------------------------------------------------------------
+    async def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        """Commit now: every assigned queue's consumed offset, or the given ``offsets``.
+
+        One UPDATE_CONSUMER_OFFSET per broker (a file write for BROADCASTING). Given
+        ``offsets`` must be of assigned queues and not negative (``ValueError`` otherwise).
+        """
+        await self._impl.commit_sync(offsets)
+
+    async def committed(self, mq: MessageQueue) -> int:
+        """The offset committed for ``mq`` (read from the broker, or the file when BROADCASTING).
+
+        -1 when none is known. Where no offset was committed on a young queue the broker
+        answers 0 (spec 5.3), as RocketMQ's does.
+        """
+        return await self._impl.committed(mq)
+
+
 class RebalanceLitePullImpl:
     """The lite-pull ``RebalanceMode`` of ``RebalanceImpl`` (RocketMQ's RebalanceLitePullImpl)."""
 
-    def __init__(self, consumer: LitePullConsumer) -> None:
-        self.consumer = consumer
+    def __init__(self, impl: LitePullConsumerImpl) -> None:
+        self.impl = impl
         # The start offsets the rebalance computed for queues it just added; the pull tasks
         # started by message_queue_changed take them from here.
         self.start_offsets: dict[MessageQueue, int] = {}
@@ -160,61 +290,24 @@ class RebalanceLitePullImpl:
         Fenced: release each grant with its final offset (what ``poll`` handed out, with
         auto-commit; else what was committed), which the broker commits with the release.
         """
-        store = self.consumer.offset_store
-        assert store is not None
         mqs = [mq for mq, _ in items]
-        fenced = self.consumer.fenced
-        impl = self.consumer.rebalance_impl
-        if fenced is not None and impl is not None and isinstance(store, RemoteBrokerOffsetStore):
-            releases = []
-            for mq in mqs:
-                state = self.consumer._states.get(mq)
-                final = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
-                if self.consumer.auto_commit and state is not None and state.consume_offset >= 0:
-                    final = state.consume_offset
-                epoch = impl.epochs.get(mq) or store.epochs.get(mq, 0)
-                if epoch:
-                    releases.append((mq, epoch, final))
-            if releases:
-                await fenced.release(releases)
-            for mq in mqs:
-                store.remove_offset(mq)
-                store.epochs.pop(mq, None)
-                self.start_offsets.pop(mq, None)
-            return [True] * len(items)
-        if self.consumer.auto_commit:
-            for mq in mqs:
-                state = self.consumer._states.get(mq)
-                if state is not None and state.consume_offset >= 0:
-                    store.update_offset(mq, state.consume_offset, increase_only=False)
-        await store.persist_many(mqs)
+        await self.impl.remove_unnecessary_message_queues(mqs)
         for mq in mqs:
-            store.remove_offset(mq)
             self.start_offsets.pop(mq, None)
         return [True] * len(items)
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """The start of a newly assigned queue; -1 (retry at a later rebalance) when unknown."""
-        store = self.consumer.offset_store
-        assert store is not None
-        store.remove_offset(mq)  # removeDirtyOffset
-        return await self.consumer._compute_pull_from_where(mq)
+        return await self.impl.compute_pull_from_where(mq)
+
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+        return await self.impl.compute_pull_from_where_many(mqs)
 
     async def lock(self, mq: MessageQueue) -> bool:
         return True  # lite pull never locks
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
-        """Fenced: the broker's grants (epoch, committed offset) for ``mqs``; None when classic."""
-        fenced = self.consumer.fenced
-        store = self.consumer.offset_store
-        if fenced is None or not isinstance(store, RemoteBrokerOffsetStore):
-            return None
-        grants = await fenced.acquire(mqs)
-        for mq, (epoch, committed) in grants.items():
-            store.epochs[mq] = epoch
-            if committed >= 0:
-                store.update_offset(mq, committed, increase_only=False)
-        return grants
+        return await self.impl.acquire(mqs)
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
         """Lite pull dispatches nothing here; it keeps the start offsets for its pull tasks."""
@@ -224,116 +317,29 @@ class RebalanceLitePullImpl:
     async def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None:
-        self.consumer._on_message_queue_changed(topic, mq_all, mq_divided)
+        self.impl.on_message_queue_changed(topic, mq_all, mq_divided)
 
 
-class LitePullConsumer:
-    """An async lite pull consumer: ``subscribe`` or ``assign``, ``await start()``, ``poll``."""
+class LitePullConsumerImpl(ConsumerCore):
+    """What the client instance drives for a lite pull consumer, and the queues' pull tasks."""
+
+    settings: LitePullConsumerSettings
+    consume_type = common_pb2.CONSUME_ACTIVELY
 
     def __init__(
-        self,
-        group: str,
-        namesrv_addr: str,
-        *,
-        message_model: MessageModel = MessageModel.CLUSTERING,
-        allocate_strategy: AllocateMessageQueueStrategy | None = None,
-        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-        consume_timestamp: str | None = None,
-        instance_name: str | None = None,
-        client_ip: str | None = None,
-        pull_batch_size: int = 10,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_size_for_queue: int = 100,
-        pull_threshold_for_all: int = 10_000,
-        consume_max_span: int = CONSUME_MAX_SPAN,
-        poll_timeout_millis: int = 5_000,
-        auto_commit: bool = True,
-        auto_commit_interval_millis: int = 5_000,
-        broker_suspend_max_time_millis: int = 20_000,
-        consumer_pull_timeout_millis: int = 30_000,
-        pull_time_delay_mills_when_exception: int = 1_000,
-        handoff: str = "classic",
-        client_config: ClientConfig | None = None,
-        offset_store_dir: Path | None = None,
-        message_queue_listener: MessageQueueListener | None = None,
+        self, group: str, namesrv_addr: str, settings: LitePullConsumerSettings
     ) -> None:
-        check_consumer_settings(
-            group,
-            handoff,
-            (
-                ("pull_batch_size", pull_batch_size, 1, 1024),
-                ("pull_threshold_for_queue", pull_threshold_for_queue, 1, 65535),
-                ("pull_threshold_size_for_queue", pull_threshold_size_for_queue, 1, 1024),
-                ("pull_threshold_for_all", pull_threshold_for_all, 1, 2**31 - 1),
-                ("consume_max_span", consume_max_span, 1, 65535),
-                ("poll_timeout_millis", poll_timeout_millis, 0, 2**31 - 1),
-                (
-                    "pull_time_delay_mills_when_exception",
-                    pull_time_delay_mills_when_exception,
-                    0,
-                    2**31 - 1,
-                ),
-            ),
-        )
-        if auto_commit_interval_millis < MIN_AUTOCOMMIT_INTERVAL_MILLIS:
-            raise ValueError(
-                f"auto_commit_interval_millis must be >= {MIN_AUTOCOMMIT_INTERVAL_MILLIS}, "
-                f"got {auto_commit_interval_millis}"
-            )
-        if consumer_pull_timeout_millis <= broker_suspend_max_time_millis:
-            raise ValueError(
-                "Long polling mode, the consumer consumer_pull_timeout_millis "
-                f"({consumer_pull_timeout_millis}) must be greater than "
-                f"broker_suspend_max_time_millis ({broker_suspend_max_time_millis})"
-            )
-        self.consumer_group = group
-        self.namesrv_addr = namesrv_addr
-        self.message_model = message_model
-        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
-        self.consume_from_where = consume_from_where
-        self.consume_timestamp = consume_timestamp or time.strftime(
-            "%Y%m%d%H%M%S", time.localtime(time.time() - 30 * 60)
-        )
-        self.instance_name = instance_name
-        self.client_ip = client_ip or local_ip()
-        self.pull_batch_size = pull_batch_size
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
-        self.pull_threshold_for_all = pull_threshold_for_all
-        self.consume_max_span = consume_max_span
-        self.poll_timeout_millis = poll_timeout_millis
-        self.auto_commit = auto_commit
-        self.auto_commit_interval_millis = auto_commit_interval_millis
-        self.broker_suspend_max_time_millis = broker_suspend_max_time_millis
-        self.consumer_pull_timeout_millis = consumer_pull_timeout_millis
-        self.pull_time_delay_mills_when_exception = pull_time_delay_mills_when_exception
-        self.handoff = handoff
-        self.fenced: FencedHandoff | None = None
-        self.client_config = client_config
-        self.offset_store_dir = offset_store_dir
-        self.message_queue_listener = message_queue_listener
-
+        super().__init__(group, namesrv_addr, settings)
         self.subscription_type = SubscriptionType.NONE
-        self._subscriptions: dict[str, tuple[str, int]] = {}  # topic -> (expression, version)
         self._assign_expressions: dict[str, str] = {}  # assign mode: topic -> expression
-        self._states: dict[MessageQueue, MessageQueueState] = {}
+        self.states: dict[MessageQueue, MessageQueueState] = {}
         self._poll_cursor = 0
         self._arrived = asyncio.Event()
-        self._client: MQClientInstance | None = None
-        self.offset_store: OffsetStore | None = None
-        self.rebalance_impl: RebalanceImpl | None = None
-        self._rebalance_mode = RebalanceLitePullImpl(self)
+        self.rebalance_mode = RebalanceLitePullImpl(self)
         self._auto_commit_task: asyncio.Task[None] | None = None
-        self._side_tasks: set[asyncio.Task[Any]] = set()
-        self.client_id = ""
-        self.running = False
         self._shut_down = False
 
     # ---- subscription ----------------------------------------------------------------------
-    @property
-    def group_name(self) -> str:
-        return self.consumer_group
-
     def subscribe(self, topic: str, expression: str = SUB_ALL) -> None:
         """Consume ``topic`` (tags matching ``expression``) from the queues the rebalance gives.
 
@@ -347,25 +353,21 @@ class LitePullConsumer:
         check_topic(topic)
         parse_expression(expression)
         self.subscription_type = SubscriptionType.SUBSCRIBE
-        self._subscriptions[topic] = (expression or SUB_ALL, _now_ms())
-        if self.rebalance_impl is not None:
-            self.rebalance_impl.subscription_inner[topic] = self._subscriptions[topic]
+        self.subscription_inner[topic] = (expression or SUB_ALL, now_ms())
         if self.running:
-            self._spawn(self._subscribed_while_running(topic))
+            self.spawn(self._subscribed_while_running(topic))
 
     async def _subscribed_while_running(self, topic: str) -> None:
-        assert self._client is not None
-        await self._client.update_topic_route_info_from_name_server(topic)
-        await self._client.send_heartbeat_to_all_broker()
-        self._client.rebalance_immediately()
+        assert self.client is not None
+        await self.client.update_topic_route_info_from_name_server(topic)
+        await self.client.send_heartbeat_to_all_broker()
+        self.client.rebalance_immediately()
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic``; its queues go at the next rebalance."""
-        self._subscriptions.pop(topic, None)
-        if self.rebalance_impl is not None:
-            self.rebalance_impl.subscription_inner.pop(topic, None)
-        if self.running and self._client is not None:
-            self._client.rebalance_immediately()
+        self.subscription_inner.pop(topic, None)
+        if self.running and self.client is not None:
+            self.client.rebalance_immediately()
 
     def assign(self, message_queues: Iterable[MessageQueue], expression: str = SUB_ALL) -> None:
         """Consume exactly these queues (no rebalance); replaces any earlier assignment.
@@ -379,7 +381,7 @@ class LitePullConsumer:
         if self.subscription_type is SubscriptionType.SUBSCRIBE:
             raise ValueError(
                 f"{SUBSCRIPTION_CONFLICT} This consumer already subscribed to "
-                f"{sorted(self._subscriptions)} with subscribe(); it cannot also assign() queues."
+                f"{sorted(self.subscription_inner)} with subscribe(); it cannot also assign() queues."
             )
         if not mqs:
             raise ValueError("assign() needs at least one message queue")
@@ -388,18 +390,18 @@ class LitePullConsumer:
         parse_expression(expression)
         self.subscription_type = SubscriptionType.ASSIGN
         self._assign_expressions = {mq.topic: expression or SUB_ALL for mq in mqs}
-        for mq in sorted(set(self._states) - mqs):
+        for mq in sorted(set(self.states) - mqs):
             self._drop_state(mq, record=self.running)
-        for mq in sorted(mqs - set(self._states)):
+        for mq in sorted(mqs - set(self.states)):
             state = MessageQueueState(mq, ProcessQueue())
-            self._states[mq] = state
+            self.states[mq] = state
             if self.running:
                 self._record_queue_added(state)
                 self._start_pull_task(state)
 
     def assignment(self) -> set[MessageQueue]:
         """The queues this consumer holds now."""
-        return {mq for mq, state in self._states.items() if not state.dropped}
+        return {mq for mq, state in self.states.items() if not state.dropped}
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -410,56 +412,24 @@ class LitePullConsumer:
             raise RuntimeError("the consumer was shut down; create a new LitePullConsumer")
         if self.subscription_type is SubscriptionType.NONE:
             raise ValueError("no subscription: subscribe() or assign() first")
-        self.client_id = consumer_client_id(
-            self.client_ip, self.instance_name, self.message_model is MessageModel.CLUSTERING
+        subscribed = self.subscription_type is SubscriptionType.SUBSCRIBE
+        await self.start_client(
+            self.rebalance_mode,
+            fenced=self.settings.handoff is Handoff.FENCED and self.clustering and subscribed,
         )
-        client = MQClientManager.get_or_create(
-            self.client_id, self.namesrv_addr, self.client_config
-        )
-        self._client = client
         try:
-            self.offset_store = new_offset_store(
-                self.message_model is MessageModel.BROADCASTING,
-                self.consumer_group,
-                self.client_id,
-                client.invoke_broker,
-                self.offset_store_dir,
-            )
-            await self.offset_store.load()
-            if (
-                self.handoff == "fenced"
-                and self.message_model is MessageModel.CLUSTERING
-                and self.subscription_type is SubscriptionType.SUBSCRIBE
-            ):
-                self.fenced = FencedHandoff(client, self.consumer_group)
-            self.rebalance_impl = RebalanceImpl(
-                self.consumer_group,
-                self.message_model,
-                self.allocate_strategy,
-                client,
-                self._rebalance_mode,
-                fenced=self.fenced is not None,
-            )
-            self.rebalance_impl.subscription_inner.update(self._subscriptions)
-            client.register_consumer(self)
-            await client.start()
-            self.running = True
-            for topic in sorted(self.subscribed_topics()):
-                await client.update_topic_route_info_from_name_server(topic)
-            if self.auto_commit:
+            if self.settings.auto_commit:
                 self._auto_commit_task = asyncio.create_task(
                     self._auto_commit_loop(), name=f"{self.client_id}-{self.consumer_group}-commit"
                 )
-            for state in list(self._states.values()):
+            for state in list(self.states.values()):
                 self._record_queue_added(state)
                 self._start_pull_task(state)
-            heartbeat_sent = await client.send_heartbeat_to_all_broker()
-            if heartbeat_sent and self.subscription_type is SubscriptionType.SUBSCRIBE:
-                client.rebalance_immediately()
+            await self.join(rebalance=subscribed)
         except BaseException:
             self.running = False
             await self._stop_tasks()
-            await self._release_client()
+            await self.release_client()
             raise
         log.info(
             "the consumer started",
@@ -467,8 +437,8 @@ class LitePullConsumer:
             client_id=self.client_id,
             message_model=self.message_model.value,
             subscription_type=self.subscription_type.value,
-            strategy=self.allocate_strategy.name,
-            handoff=self.handoff,
+            strategy=self.settings.allocate_strategy.name,
+            handoff=self.settings.handoff.value,
         )
 
     async def shutdown(self) -> None:
@@ -478,72 +448,46 @@ class LitePullConsumer:
         self.running = False
         self._shut_down = True
         self._arrived.set()  # pollers waiting return what they have
-        assert self._client is not None and self.rebalance_impl is not None
+        assert self.client is not None and self.rebalance_impl is not None
         await self._stop_tasks()
-        if self.auto_commit:
+        if self.settings.auto_commit:
             await self._commit_all()
         else:
             await self.persist_consumer_offset()
-        await self._client.unregister_consumer(self.consumer_group)
-        for mq in sorted(self._states):
+        await self.client.unregister_consumer(self.consumer_group)
+        for mq in sorted(self.states):
             self._drop_state(mq, record=self.subscription_type is SubscriptionType.ASSIGN)
-        self.rebalance_impl.destroy()
-        await self._release_client()
+        await self.leave()
         log.info("the consumer shutdown", group=self.consumer_group, client_id=self.client_id)
 
     async def _stop_tasks(self) -> None:
-        tasks: list[asyncio.Task[Any]] = [*self._side_tasks]
+        tasks: list[asyncio.Task[Any]] = []
         if self._auto_commit_task is not None:
             tasks.append(self._auto_commit_task)
             self._auto_commit_task = None
-        for state in self._states.values():
+        for state in self.states.values():
             if state.task is not None:
                 tasks.append(state.task)
                 state.task = None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._side_tasks.clear()
-
-    async def _release_client(self) -> None:
-        if self._client is not None:
-            if self._client.consumer_table.get(self.consumer_group) is self:
-                # Not another consumer's entry (a duplicate group fails register_consumer).
-                del self._client.consumer_table[self.consumer_group]
-            await MQClientManager.release(self.client_id)
-            self._client = None
-
-    def _spawn(self, coro: Any) -> None:
-        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
-
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
+        await self.cancel_side_tasks()
 
     # ---- polling ---------------------------------------------------------------------------
     async def poll(self, timeout: float | None = None) -> list[MessageExt]:
         """Up to ``pull_batch_size`` buffered messages, waiting up to ``timeout`` seconds.
 
-        ``timeout`` defaults to ``poll_timeout_millis``. Returns ``[]`` when nothing arrived in
+        ``timeout`` defaults to ``poll_timeout_ms``. Returns ``[]`` when nothing arrived in
         time or the consumer is shutting down. With ``auto_commit`` the messages returned count
         as consumed: the next commit moves past them.
         """
         if not self.running:
             raise RuntimeError("The consumer not running, please start it first.")
-        wait_s = self.poll_timeout_millis / 1000 if timeout is None else max(timeout, 0.0)
+        wait_s = self.settings.poll_timeout_ms / 1000 if timeout is None else max(timeout, 0.0)
         deadline = asyncio.get_running_loop().time() + wait_s
         while True:
-            msgs = self._take(self.pull_batch_size)
+            msgs = self._take(self.settings.pull_batch_size)
             if msgs or not self.running:
                 return msgs
             remaining = deadline - asyncio.get_running_loop().time()
@@ -554,11 +498,11 @@ class LitePullConsumer:
                 async with asyncio.timeout(remaining):
                     await self._arrived.wait()
             except TimeoutError:
-                return self._take(self.pull_batch_size) if self.running else []
+                return self._take(self.settings.pull_batch_size) if self.running else []
 
     def _take(self, limit: int) -> list[MessageExt]:
         """Take up to ``limit`` buffered messages, visiting the queues in turn from a cursor."""
-        states = [s for s in self._states.values() if s.buffer and not s.paused and not s.dropped]
+        states = [s for s in self.states.values() if s.buffer and not s.paused and not s.dropped]
         if not states:
             return []
         self._poll_cursor = (self._poll_cursor + 1) % len(states)
@@ -585,15 +529,7 @@ class LitePullConsumer:
                     )
         return result
 
-    def __aiter__(self) -> AsyncIterator[MessageExt]:
-        """``async for msg in consumer``: each polled message, until ``shutdown()``.
-
-        A batch counts as consumed when ``poll()`` returns it, so with ``auto_commit`` leaving
-        the loop in the middle of a batch commits past the rest of that batch.
-        """
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[MessageExt]:
+    async def iterate(self) -> AsyncIterator[MessageExt]:
         while self.running:
             for msg in await self.poll():
                 yield msg
@@ -606,7 +542,7 @@ class LitePullConsumer:
         later starts unpaused.
         """
         for mq in message_queues:
-            state = self._states.get(mq)
+            state = self.states.get(mq)
             if state is not None:
                 state.paused = True
                 state.resumed.clear()
@@ -614,14 +550,14 @@ class LitePullConsumer:
     def resume(self, message_queues: Iterable[MessageQueue]) -> None:
         """Pull and deliver these queues again."""
         for mq in message_queues:
-            state = self._states.get(mq)
+            state = self.states.get(mq)
             if state is not None and state.paused:
                 state.paused = False
                 state.resumed.set()
         self._arrived.set()
 
     def paused(self) -> set[MessageQueue]:
-        return {mq for mq, s in self._states.items() if s.paused}
+        return {mq for mq, s in self.states.items() if s.paused}
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """The next messages of ``mq`` start at ``offset``; buffered ones are discarded.
@@ -653,7 +589,7 @@ class LitePullConsumer:
     def _assigned_state(self, mq: MessageQueue) -> MessageQueueState:
         if not self.running:
             raise RuntimeError("The consumer not running, please start it first.")
-        state = self._states.get(mq)
+        state = self.states.get(mq)
         if state is None or state.dropped:
             raise ValueError(
                 f"The message queue is not in assigned list, may be rebalancing: {mq}; "
@@ -667,8 +603,7 @@ class LitePullConsumer:
         old = state.task
         if old is not None:
             old.cancel()
-            self._side_tasks.add(old)
-            old.add_done_callback(self._side_tasks.discard)
+            self.track(old)
         state.task = None
         state.buffer.clear()
         state.process_queue.clear()
@@ -678,24 +613,11 @@ class LitePullConsumer:
 
     async def min_offset(self, mq: MessageQueue) -> int:
         """GET_MIN_OFFSET: the oldest offset still stored in ``mq``."""
-        return await self._queue_offset(mq, "GetMinOffset")
+        return await self.queue_offset(mq, "GetMinOffset")
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """GET_MAX_OFFSET: the offset the next message of ``mq`` will get."""
-        return await self._queue_offset(mq, "GetMaxOffset")
-
-    async def _queue_offset(self, mq: MessageQueue, method: str) -> int:
-        client = self._client
-        if client is None:
-            raise RuntimeError("The consumer not running, please start it first.")
-        if client.find_broker_addr(mq.broker_name) is None:
-            await client.update_topic_route_info_from_name_server(mq.topic)
-        response = await client.invoke_broker(
-            mq.broker_name,
-            method,
-            broker_pb2.QueueOffsetRequest(topic=mq.topic, queue_id=mq.queue_id),
-        )
-        return int(response.offset)
+        return await self.queue_offset(mq, "GetMaxOffset")
 
     # ---- offsets ---------------------------------------------------------------------------
     async def commit_sync(self, offsets: dict[MessageQueue, int] | None = None) -> None:
@@ -728,7 +650,7 @@ class LitePullConsumer:
         if store is None:
             return
         mqs: set[MessageQueue] = set()
-        for mq, state in list(self._states.items()):
+        for mq, state in list(self.states.items()):
             if state.dropped:
                 continue
             mqs.add(mq)
@@ -737,7 +659,7 @@ class LitePullConsumer:
         await store.persist_all(mqs)
 
     async def _auto_commit_loop(self) -> None:
-        interval = self.auto_commit_interval_millis / 1000
+        interval = self.settings.auto_commit_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
             try:
@@ -755,69 +677,12 @@ class LitePullConsumer:
             raise RuntimeError("The consumer not running, please start it first.")
         return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
 
-    async def _compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """RebalanceLitePullImpl.computePullFromWhere: like push, but -1 instead of raising."""
-        store = self.offset_store
-        client = self._client
-        assert store is not None and client is not None
-        last = await store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
-        if last >= 0:
-            return last
-        if last != -1:
-            return -1
-        try:
-            if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-                return 0
-            if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
-                return 0 if is_retry_topic(mq.topic) else await self.max_offset(mq)
-            if is_retry_topic(mq.topic):
-                return await self.max_offset(mq)
-            stamp = int(time.mktime(time.strptime(self.consume_timestamp, "%Y%m%d%H%M%S")) * 1000)
-            response = await client.invoke_broker(
-                mq.broker_name,
-                "SearchOffsetByTimestamp",
-                broker_pb2.SearchOffsetRequest(
-                    topic=mq.topic, queue_id=mq.queue_id, timestamp=stamp
-                ),
-            )
-            return int(response.offset)
-        except MQError as e:
-            log.warning("compute pull from where failed", mq=str(mq), error=str(e))
-            return -1
-
     # ---- what the client instance asks (ConsumerInner) ---------------------------------------
-    def consumer_data(self) -> common_pb2.ConsumerData:
-        """The heartbeat's entry: CONSUME_ACTIVELY, and the subscriptions (none when assigned)."""
-        data = common_pb2.ConsumerData(
-            group_name=self.consumer_group,
-            consume_type=common_pb2.CONSUME_ACTIVELY,
-            message_model=self.message_model.to_proto(),
-            consume_from_where=self.consume_from_where.to_proto(),
-        )
-        inner = self.rebalance_impl.subscription_inner if self.rebalance_impl else {}
-        for topic, (expression, version) in sorted(inner.items()):
-            parsed = parse_expression(expression)
-            data.subscription_data_set.add(
-                topic=topic,
-                sub_string=parsed.sub_string,
-                tags_set=sorted(parsed.tags_set),
-                code_set=sorted(parsed.code_set),
-                sub_version=version,
-                expression_type="TAG",
-            )
-        return data
-
     def subscribed_topics(self) -> set[str]:
         """The topics whose routes the client instance keeps (subscribed or assigned)."""
         if self.subscription_type is SubscriptionType.ASSIGN:
-            return {mq.topic for mq in self._states}
-        if self.rebalance_impl is not None:
-            return set(self.rebalance_impl.subscription_inner)
-        return set(self._subscriptions)
-
-    def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
-        if self.rebalance_impl is not None and topic in self.rebalance_impl.subscription_inner:
-            self.rebalance_impl.topic_subscribe_info_table[topic] = mqs
+            return {mq.topic for mq in self.states}
+        return set(self.subscription_inner)
 
     async def do_rebalance(self) -> bool:
         """Subscribe mode only: the group's rebalance, then forget queues it truncated."""
@@ -828,9 +693,29 @@ class LitePullConsumer:
         ):
             return True
         balanced = await self.rebalance_impl.do_rebalance(is_order=False)
-        for mq in sorted(mq for mq, s in self._states.items() if s.dropped):
+        for mq in sorted(mq for mq, s in self.states.items() if s.dropped):
             self._drop_state(mq, record=False)
         return balanced
+
+    async def remove_unnecessary_message_queues(self, mqs: list[MessageQueue]) -> None:
+        """Dropped queues: fenced, release each with its final offset; else persist and forget.
+
+        The final offset is what ``poll`` handed out when auto-commit is on (ours: RocketMQ
+        persists only what the last ``commitAll`` moved into the store), else what was
+        committed.
+        """
+        store = self.offset_store
+        assert store is not None
+        finals: list[tuple[MessageQueue, int]] = []
+        for mq in mqs:
+            state = self.states.get(mq)
+            if self.settings.auto_commit and state is not None and state.consume_offset >= 0:
+                store.update_offset(mq, state.consume_offset, increase_only=False)
+            finals.append((mq, await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)))
+        if self.fenced is not None:
+            await self.release_fenced(finals)
+        else:
+            await self.persist_and_forget(mqs)
 
     async def persist_consumer_offset(self) -> None:
         """The client instance's timer: persist what the store holds for the assigned queues."""
@@ -843,31 +728,31 @@ class LitePullConsumer:
         return None
 
     def on_queue_released(self, mq: MessageQueue) -> None:
-        if self._client is not None:
-            self._client.rebalance_immediately()
+        if self.client is not None:
+            self.client.rebalance_immediately()
 
     # ---- the assigned queues ---------------------------------------------------------------
-    def _on_message_queue_changed(
+    def on_message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None:
         """updateAssignQueueAndStartPullTask: CLUSTERING takes mq_divided, BROADCASTING mq_all."""
         if self.running and mq_all and self.rebalance_impl is not None:
             target = mq_all if self.message_model is MessageModel.BROADCASTING else mq_divided
             table = self.rebalance_impl.process_queue_table
-            for mq in sorted(mq for mq in self._states if mq.topic == topic and mq not in target):
+            for mq in sorted(mq for mq in self.states if mq.topic == topic and mq not in target):
                 self._drop_state(mq, record=False)  # RebalanceImpl recorded queue_dropped
-            for mq in sorted(target - set(self._states)):
+            for mq in sorted(target - set(self.states)):
                 pq = table.get(mq)
                 if pq is None or pq.dropped:
                     continue  # the rebalance could not add it yet (offset unknown)
                 state = MessageQueueState(
-                    mq, pq, pull_offset=self._rebalance_mode.start_offsets.pop(mq, -1)
+                    mq, pq, pull_offset=self.rebalance_mode.start_offsets.pop(mq, -1)
                 )
-                self._states[mq] = state
+                self.states[mq] = state
                 self._start_pull_task(state)
-        if self.message_queue_listener is not None:
+        if self.settings.message_queue_listener is not None:
             try:
-                self.message_queue_listener(topic, set(mq_all), set(mq_divided))
+                self.settings.message_queue_listener(topic, set(mq_all), set(mq_divided))
             except Exception:
                 log.exception(
                     "messageQueueChanged listener failed", group=self.consumer_group, topic=topic
@@ -875,7 +760,7 @@ class LitePullConsumer:
 
     def _drop_state(self, mq: MessageQueue, *, record: bool) -> None:
         """Forget ``mq``: mark it dropped, cancel its pull task, discard its buffer."""
-        state = self._states.pop(mq, None)
+        state = self.states.pop(mq, None)
         if state is None:
             return
         state.process_queue.dropped = True
@@ -883,8 +768,7 @@ class LitePullConsumer:
         state.resumed.set()
         if state.task is not None:
             state.task.cancel()
-            self._side_tasks.add(state.task)
-            state.task.add_done_callback(self._side_tasks.discard)
+            self.track(state.task)
             state.task = None
         if record:
             tracer.record(
@@ -911,14 +795,14 @@ class LitePullConsumer:
 
     # ---- pulling (PullTaskImpl) --------------------------------------------------------------
     def _flow_controlled(self, state: MessageQueueState) -> str | None:
-        total = sum(s.process_queue.msg_count for s in self._states.values())
-        if total > self.pull_threshold_for_all:
+        total = sum(s.process_queue.msg_count for s in self.states.values())
+        if total > self.settings.pull_threshold_for_all:
             return "the consume request count exceeds threshold"
         reason = flow_control_reason(
             state.process_queue,
-            pull_threshold_for_queue=self.pull_threshold_for_queue,
-            pull_threshold_size_for_queue=self.pull_threshold_size_for_queue,
-            consume_concurrently_max_span=self.consume_max_span,
+            pull_threshold_for_queue=self.settings.pull_threshold_for_queue,
+            pull_threshold_size_for_queue=self.settings.pull_threshold_size_for_queue,
+            consume_concurrently_max_span=self.settings.consume_max_span,
         )
         return None if reason is None else reason.value
 
@@ -926,14 +810,14 @@ class LitePullConsumer:
         """(expression, sub_version, has_subscription) for pulls of ``topic``."""
         if self.subscription_type is SubscriptionType.ASSIGN:
             return self._assign_expressions.get(topic, SUB_ALL), 0, True
-        expression, version = self._subscriptions.get(topic, (SUB_ALL, 0))
+        expression, version = self.subscription_inner.get(topic, (SUB_ALL, 0))
         return expression, version, False
 
     async def _pull_task(self, state: MessageQueueState) -> None:
         """Pull ``state``'s queue until it is dropped or the task cancelled."""
         mq = state.message_queue
         pq = state.process_queue
-        exception_delay = self.pull_time_delay_mills_when_exception / 1000
+        exception_delay = self.settings.pull_time_delay_ms_when_exception / 1000
         while self.running and not pq.dropped:
             if state.paused:
                 await state.resumed.wait()
@@ -941,23 +825,33 @@ class LitePullConsumer:
             reason = self._flow_controlled(state)
             if reason is not None:
                 log.debug("pull flow control", reason=reason, mq=str(mq))
-                await asyncio.sleep(PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL / 1000)
+                await asyncio.sleep(PULL_TIME_DELAY_MS_WHEN_CACHE_FLOW_CONTROL / 1000)
                 continue
             if state.pull_offset < 0:
-                await self._refresh_route_if_unknown(mq)
-                offset = await self._compute_pull_from_where(mq)
+                offset = await self.compute_pull_from_where(
+                    mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE
+                )
                 if offset < 0:
                     await asyncio.sleep(exception_delay)
                     continue
                 state.pull_offset = offset
             expression, sub_version, has_subscription = self._subscription(mq.topic)
             try:
-                result = await self._pull(
-                    mq, state.pull_offset, expression, sub_version, has_subscription
+                assert self.pull_api is not None
+                result = await self.pull_api.pull_kernel(
+                    mq,
+                    state.pull_offset,
+                    max_nums=self.settings.pull_batch_size,
+                    expression=parse_expression(expression),
+                    sub_version=sub_version,
+                    suspend_timeout_ms=self.settings.broker_suspend_max_time_ms,
+                    timeout_ms=self.settings.consumer_pull_timeout_ms,
+                    has_subscription=has_subscription,
+                    epoch=self.rebalance_impl.epochs.get(mq, 0) if self.rebalance_impl else 0,
                 )
             except QueueFenced as e:
                 # Fenced handoff: the queue moved on; stop pulling it at once.
-                if not pq.dropped and self.rebalance_impl is not None and self._client is not None:
+                if not pq.dropped and self.rebalance_impl is not None and self.client is not None:
                     log.warning(
                         "pull fenced, dropping the queue",
                         group=self.consumer_group,
@@ -966,11 +860,11 @@ class LitePullConsumer:
                     )
                     await self.rebalance_impl.remove_process_queue(mq)
                     self._drop_state(mq, record=False)
-                    self._client.rebalance_immediately()
+                    self.client.rebalance_immediately()
                 return
             except MQError as e:
                 delay = (
-                    PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL / 1000
+                    PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL / 1000
                     if e.response_code is ResponseCode.FLOW_CONTROL
                     else exception_delay
                 )
@@ -978,7 +872,7 @@ class LitePullConsumer:
                     "pull message failed", group=self.consumer_group, mq=str(mq), error=str(e)
                 )
                 await asyncio.sleep(delay)
-                await self._refresh_route_if_unknown(mq)
+                await self.refresh_route_if_unknown(mq)
                 continue
             except Exception:
                 log.exception("pull task failed", group=self.consumer_group, mq=str(mq))
@@ -986,58 +880,13 @@ class LitePullConsumer:
                 continue
             if pq.dropped or not self.running:
                 return
-            self._on_pull_result(state, result, parse_expression(expression))
+            self._on_pull_result(state, result)
 
-    async def _pull(
-        self,
-        mq: MessageQueue,
-        offset: int,
-        expression: str,
-        sub_version: int,
-        has_subscription: bool,
-    ) -> broker_pb2.PullMessageResponse:
-        assert self._client is not None
-        epoch = self.rebalance_impl.epochs.get(mq, 0) if self.rebalance_impl else 0
-        request = broker_pb2.PullMessageRequest(
-            consumer_group=self.consumer_group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=offset,
-            max_msg_nums=self.pull_batch_size,
-            suspend=True,
-            suspend_timeout_millis=self.broker_suspend_max_time_millis,
-            has_subscription=has_subscription,
-            sub_expression=expression if has_subscription else "",
-            expression_type="TAG",
-            sub_version=sub_version,
-            epoch=epoch,
-            client_id=self.client_id,
-        )
-        result: broker_pb2.PullMessageResponse = await self._client.invoke_broker(
-            mq.broker_name,
-            "PullMessage",
-            request,
-            timeout=self.consumer_pull_timeout_millis / 1000,
-        )
-        return result
-
-    async def _refresh_route_if_unknown(self, mq: MessageQueue) -> None:
-        client = self._client
-        if client is not None and client.find_broker_addr(mq.broker_name) is None:
-            await client.update_topic_route_info_from_name_server(mq.topic)
-
-    def _on_pull_result(
-        self,
-        state: MessageQueueState,
-        result: broker_pb2.PullMessageResponse,
-        expression: SubscriptionExpression,
-    ) -> None:
+    def _on_pull_result(self, state: MessageQueueState, result: PullResult) -> None:
         mq = state.message_queue
         status = result.status
-        if status == broker_pb2.FOUND:
-            msgs = [MessageExt.from_proto(m) for m in result.messages]
-            if not expression.matches_all:
-                msgs = [m for m in msgs if expression.matches_tags(m.tags)]
+        if status == FOUND:
+            msgs = result.msgs_found
             state.pull_offset = result.next_begin_offset
             if msgs:
                 state.process_queue.put_message(msgs)
@@ -1052,7 +901,7 @@ class LitePullConsumer:
                     next=state.pull_offset,
                 )
                 self._arrived.set()
-        elif status in (broker_pb2.NO_NEW_MSG, broker_pb2.NO_MATCHED_MSG):
+        elif status in (NO_NEW_MSG, NO_MATCHED_MSG):
             state.pull_offset = result.next_begin_offset
             # Nothing waits to be polled: everything before the next pull offset is consumed
             # (or filtered out), so a commit may move there (push's correctTagsOffset).

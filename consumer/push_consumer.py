@@ -4,201 +4,121 @@ The path from joining to the first message (docs/protocol.md draws it):
 ``start()`` registers the group with the client instance, fetches the routes, sends a
 heartbeat (which opens the channel stream to each broker and makes each broker notify the
 group) and wakes the rebalance. ``RebalanceImpl`` allocates queues; each new queue gets a
-``ProcessQueue`` and a ``PullRequest``; ``pull_message`` pulls (long-polling) and hands what it
-found to the consume service, which calls the listener and moves the committed offset.
-``shutdown()`` persists offsets and unregisters (the brokers notify the group).
+``ProcessQueue`` and a ``PullRequest``; ``pull_message`` pulls (long-polling, through the
+shared ``PullAPIWrapper``) and hands what it found to the consume service, which calls the
+listener and moves the committed offset. ``shutdown()`` persists offsets and unregisters (the
+brokers notify the group).
+
+Three objects, as in RocketMQ: ``PushConsumer`` is the user's API; ``PushConsumerImpl`` (a
+``ConsumerCore``) is what the client instance drives, with the pull requests, the consume
+services and the orderly locks; ``RebalancePushImpl`` is the push mode of ``RebalanceImpl``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
-from types import TracebackType
 from typing import Any, cast
 
-from aiorocketmq.consumer.allocate import (
-    AllocateMessageQueueAveragely,
-    AllocateMessageQueueStrategy,
-)
-from aiorocketmq.consumer.client_config import ClientConfig, check_consumer_settings
-from aiorocketmq.consumer.client_instance import (
-    MQClientInstance,
-    MQClientManager,
-    consumer_client_id,
-)
 from aiorocketmq.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from aiorocketmq.consumer.consume_orderly import ConsumeMessageOrderlyService
-from aiorocketmq.consumer.fenced import FencedHandoff
-from aiorocketmq.consumer.offset_store import (
-    OffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-    new_offset_store,
-)
+from aiorocketmq.consumer.consumer_core import ConsumerAPI, ConsumerCore, now_ms
+from aiorocketmq.consumer.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 from aiorocketmq.consumer.process_queue import ProcessQueue, flow_control_reason
+from aiorocketmq.consumer.pull_api import FOUND, NO_MATCHED_MSG, NO_NEW_MSG, PullResult
 from aiorocketmq.consumer.pull_message_service import PullRequest
-from aiorocketmq.consumer.rebalance_impl import RebalanceImpl
+from aiorocketmq.consumer.settings import (
+    Handoff,
+    PushConsumerSettings,
+    build_settings,
+    check_group_name,
+)
 from aiorocketmq.consumer.types import (
-    ConsumeFromWhere,
     MessageListenerConcurrently,
     MessageListenerOrderly,
-    MessageModel,
-    MessageQueueListener,
 )
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.client_id import local_ip
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import MQError, QueueFenced
 from aiorocketmq.protocol.message import MessageConst, MessageExt
 from aiorocketmq.protocol.message_queue import MessageQueue
-from aiorocketmq.protocol.record import decode_records
 from aiorocketmq.protocol.tags import parse_expression
-from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.protocol.validators import check_topic, is_retry_topic, retry_topic
 from aiorocketmq.trace import tracer
 
-__all__ = ["PushConsumer"]
+__all__ = ["PushConsumer", "PushConsumerImpl", "RebalancePushImpl"]
 
 log = get_logger("aiorocketmq.consumer")
 
-PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL = 50
-PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL = 20
-PULL_TIME_DELAY_MILLS_WHEN_SUSPEND = 1_000
+PULL_TIME_DELAY_MS_WHEN_CACHE_FLOW_CONTROL = 50
+PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL = 20
+PULL_TIME_DELAY_MS_WHEN_SUSPEND = 1_000
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+class PushConsumer(ConsumerAPI):
+    """An async push consumer: subscribe, register a listener, ``await start()``.
 
+    ``settings`` (a ``PushConsumerSettings``) and keyword options configure it; every option
+    is documented there with its unit, default and RocketMQ's name::
 
-class PushConsumer:
-    """An async push consumer: subscribe, register a listener, ``await start()``."""
+        consumer = PushConsumer("G", "127.0.0.1:9876", pull_batch_size=64)
+        consumer.subscribe("TopicTest", "TagA || TagB")
+        consumer.register_message_listener(on_messages)
+        async with consumer:
+            ...
+    """
+
+    settings: PushConsumerSettings
+    _impl: PushConsumerImpl
 
     def __init__(
         self,
         group: str,
         namesrv_addr: str,
-        *,
-        message_model: MessageModel = MessageModel.CLUSTERING,
-        allocate_strategy: AllocateMessageQueueStrategy | None = None,
-        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-        consume_timestamp: str | None = None,
-        instance_name: str | None = None,
-        client_ip: str | None = None,
-        consume_thread_max: int = 20,
-        consume_message_batch_max_size: int = 1,
-        pull_batch_size: int = 32,
-        pull_interval_ms: int = 0,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_size_for_queue: int = 100,
-        pull_threshold_for_topic: int = -1,
-        pull_threshold_size_for_topic: int = -1,
-        consume_concurrently_max_span: int = 2000,
-        max_reconsume_times: int = -1,
-        pull_time_delay_mills_when_exception: int = 1_000,
-        broker_suspend_max_time_millis: int = 15_000,
-        consumer_timeout_millis_when_suspend: int = 30_000,
-        pull_max_idle_time_ms: int = 120_000,
-        rebalance_dispatch_delay_ms: int = 500,
-        suspend_current_queue_time_millis: int = 1_000,
-        lock_interval_ms: int = 20_000,
-        lock_max_live_ms: int = 30_000,
-        unlock_delay_ms: int = 20_000,
-        handoff_drain_timeout_ms: int = 5_000,
-        handoff: str = "classic",
-        client_config: ClientConfig | None = None,
-        offset_store_dir: Path | None = None,
-        message_queue_listener: MessageQueueListener | None = None,
+        settings: PushConsumerSettings | None = None,
+        **options: Any,
     ) -> None:
-        check_consumer_settings(
-            group,
-            handoff,
-            (
-                ("consume_thread_max", consume_thread_max, 1, 1000),
-                ("consume_message_batch_max_size", consume_message_batch_max_size, 1, 1024),
-                ("pull_batch_size", pull_batch_size, 1, 1024),
-                ("pull_threshold_for_queue", pull_threshold_for_queue, 1, 65535),
-                ("pull_threshold_size_for_queue", pull_threshold_size_for_queue, 1, 1024),
-                ("consume_concurrently_max_span", consume_concurrently_max_span, 1, 65535),
-                ("pull_interval_ms", pull_interval_ms, 0, 65535),
-            ),
-        )
-        self.consumer_group = group
-        self.namesrv_addr = namesrv_addr
-        self.message_model = message_model
-        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
-        self.consume_from_where = consume_from_where
-        self.consume_timestamp = consume_timestamp or time.strftime(
-            "%Y%m%d%H%M%S", time.localtime(time.time() - 30 * 60)
-        )
-        self.instance_name = instance_name
-        self.client_ip = client_ip or local_ip()
-        self.consume_thread_max = consume_thread_max
-        self.consume_message_batch_max_size = consume_message_batch_max_size
-        self.pull_batch_size = pull_batch_size
-        self.pull_interval_ms = pull_interval_ms
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
-        self.pull_threshold_for_topic = pull_threshold_for_topic
-        self.pull_threshold_size_for_topic = pull_threshold_size_for_topic
-        self.consume_concurrently_max_span = consume_concurrently_max_span
-        # -1: 16 for concurrent consumption, unlimited for orderly (fixed at registration).
-        self._max_reconsume_times_setting = max_reconsume_times
-        self.max_reconsume_times = 16 if max_reconsume_times == -1 else max_reconsume_times
-        self.pull_time_delay_mills_when_exception = pull_time_delay_mills_when_exception
-        self.broker_suspend_max_time_millis = broker_suspend_max_time_millis
-        self.consumer_timeout_millis_when_suspend = consumer_timeout_millis_when_suspend
-        self.pull_max_idle_time_ms = pull_max_idle_time_ms
-        self.rebalance_dispatch_delay_ms = rebalance_dispatch_delay_ms
-        self.unlock_delay_ms = unlock_delay_ms
-        self.handoff_drain_timeout_ms = handoff_drain_timeout_ms
-        self.fenced: FencedHandoff | None = None
-        self.handoff = handoff
-        self.client_config = client_config
-        self.offset_store_dir = offset_store_dir
-        self.message_queue_listener = message_queue_listener
-        self._subscriptions: dict[str, str] = {}
-        self._sub_versions: dict[str, int] = {}
-        self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
-        self._client: MQClientInstance | None = None
-        self.offset_store: OffsetStore | None = None
-        self.rebalance_impl: RebalanceImpl | None = None
-        self.consume_service: ConsumeMessageConcurrentlyService | None = None
-        self.consume_orderly_service: ConsumeMessageOrderlyService | None = None
-        self.consume_orderly = False
-        self.suspend_current_queue_time_millis = suspend_current_queue_time_millis
-        self.lock_interval_ms = lock_interval_ms
-        self.lock_max_live_ms = lock_max_live_ms
-        self.client_id = ""
-        self.running = False
-        self.paused = False
-        self.on_consumed: Callable[[MessageQueue, list[MessageExt]], None] | None = None
-        self._side_tasks: set[asyncio.Future[Any]] = set()
+        check_group_name(group)
+        self.settings = build_settings(PushConsumerSettings, settings, options)
+        self._impl = PushConsumerImpl(group, namesrv_addr, self.settings)
+
+    # ---- state a user (or a test) may read: see ConsumerAPI -----------------------------------
+    @property
+    def on_consumed(self) -> Callable[[MessageQueue, list[MessageExt]], None] | None:
+        """Called after each consumed batch (tests and the demo watch consumption with it)."""
+        return self._impl.on_consumed
+
+    @on_consumed.setter
+    def on_consumed(self, hook: Callable[[MessageQueue, list[MessageExt]], None] | None) -> None:
+        self._impl.on_consumed = hook
+
+    @property
+    def is_fenced(self) -> bool:
+        """The fenced handoff applies: asked for, CLUSTERING, not orderly (which already locks)."""
+        return self._impl.is_fenced
+
+    @property
+    def assigned_queues(self) -> set[MessageQueue]:
+        """The queues this consumer holds now (its process queues not dropped), all topics."""
+        impl = self._impl.rebalance_impl
+        if impl is None:
+            return set()
+        return {mq for mq in impl.assigned_queues() if not is_retry_topic(mq.topic)}
 
     # ---- configuration ---------------------------------------------------------------------
-    @property
-    def group_name(self) -> str:
-        return self.consumer_group
-
     def subscribe(self, topic: str, expression: str = "*") -> None:
         """Consume ``topic`` messages whose tag matches ``expression`` (``*`` or ``A || B``)."""
         check_topic(topic)
         parse_expression(expression)
-        self._subscriptions[topic] = expression or "*"
-        self._sub_versions[topic] = _now_ms()
-        if self.rebalance_impl is not None:
-            self.rebalance_impl.subscription_inner[topic] = (expression, self._sub_versions[topic])
-        if self.running and self._client is not None:
-            task = asyncio.ensure_future(self._client.send_heartbeat_to_all_broker())
-            self._side_tasks.add(task)
-            task.add_done_callback(self._side_tasks.discard)
+        impl = self._impl
+        impl.subscription_inner[topic] = (expression or "*", now_ms())
+        if impl.running and impl.client is not None:
+            impl.spawn(impl.client.send_heartbeat_to_all_broker())
 
     def unsubscribe(self, topic: str) -> None:
-        self._subscriptions.pop(topic, None)
-        if self.rebalance_impl is not None:
-            self.rebalance_impl.subscription_inner.pop(topic, None)
+        self._impl.subscription_inner.pop(topic, None)
 
     def register_message_listener(
         self,
@@ -212,116 +132,90 @@ class PushConsumer:
         ``MessageListenerOrderly`` returning ``ConsumeOrderlyStatus``; each queue is then consumed
         one batch at a time, in order, only while this client holds the broker's lock on it.
         """
-        self._listener = listener
-        self.consume_orderly = orderly
-        if orderly and self._max_reconsume_times_setting == -1:
-            self.max_reconsume_times = 2**31 - 1
-        elif self._max_reconsume_times_setting == -1:
-            self.max_reconsume_times = 16
+        self._impl.listener = listener
+        self._impl.consume_orderly = orderly
 
     def register_message_listener_orderly(self, listener: MessageListenerOrderly) -> None:
         """Same as ``register_message_listener(listener, orderly=True)``."""
         self.register_message_listener(listener, orderly=True)
 
-    @property
-    def is_fenced(self) -> bool:
-        """The fenced handoff applies: asked for, CLUSTERING, not orderly (which already locks)."""
-        return (
-            self.handoff == "fenced"
-            and self.message_model is MessageModel.CLUSTERING
-            and not self.consume_orderly
-        )
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Join the group: routes, heartbeat (the brokers notify the group), first rebalance."""
+        await self._impl.start()
+
+    async def shutdown(self, await_terminate_s: float = 0.0) -> None:
+        """Stop consuming, persist offsets, leave the group (UNREGISTER_CLIENT)."""
+        await self._impl.shutdown(await_terminate_s)
+
+    def suspend(self) -> None:
+        """Pause pulling (RocketMQ's ``suspend``)."""
+        self._impl.paused = True
+
+    def resume(self) -> None:
+        self._impl.paused = False
+        if self._impl.client is not None:
+            self._impl.client.rebalance_immediately()
+
+
+class PushConsumerImpl(ConsumerCore):
+    """What the client instance drives for a push consumer (``DefaultMQPushConsumerImpl``)."""
+
+    settings: PushConsumerSettings
+
+    def __init__(self, group: str, namesrv_addr: str, settings: PushConsumerSettings) -> None:
+        super().__init__(group, namesrv_addr, settings)
+        self.listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
+        self.consume_orderly = False
+        self.consume_service: ConsumeMessageConcurrentlyService | None = None
+        self.consume_orderly_service: ConsumeMessageOrderlyService | None = None
+        self.paused = False
+        self.on_consumed: Callable[[MessageQueue, list[MessageExt]], None] | None = None
+        # Per-queue thresholds: the topic-wide ones split across our queues.
+        self.pull_threshold_for_queue = settings.pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = settings.pull_threshold_size_for_queue
+        self.rebalance_mode = RebalancePushImpl(self)
 
     @property
-    def assigned_queues(self) -> set[MessageQueue]:
-        """The queues this consumer holds now (its process queues not dropped), all topics."""
-        if self.rebalance_impl is None:
-            return set()
-        return {mq for mq in self.rebalance_impl.assigned_queues() if not is_retry_topic(mq.topic)}
+    def max_reconsume_times(self) -> int:
+        """-1 means 16 for concurrent consumption and unlimited for orderly."""
+        setting = self.settings.max_reconsume_times
+        if setting != -1:
+            return setting
+        return 2**31 - 1 if self.consume_orderly else 16
+
+    @property
+    def is_fenced(self) -> bool:
+        return (
+            self.settings.handoff is Handoff.FENCED
+            and self.clustering
+            and not self.consume_orderly
+        )
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         if self.running:
             return
-        if self._listener is None:
+        if self.listener is None:
             raise ValueError("messageListener is null: register_message_listener() first")
-        if not self._subscriptions:
+        if not self.subscription_inner:
             raise ValueError("no subscription: subscribe() first")
-        inner = {t: (e, self._sub_versions[t]) for t, e in self._subscriptions.items()}
-        if self.message_model is MessageModel.CLUSTERING:
-            inner[retry_topic(self.consumer_group)] = ("*", _now_ms())
-            self._sub_versions[retry_topic(self.consumer_group)] = inner[
-                retry_topic(self.consumer_group)
-            ][1]
-        self.client_id = consumer_client_id(
-            self.client_ip, self.instance_name, self.message_model is MessageModel.CLUSTERING
+        if self.clustering:
+            self.subscription_inner[retry_topic(self.consumer_group)] = ("*", now_ms())
+        await self.start_client(
+            self.rebalance_mode,
+            fenced=self.is_fenced,
+            pull_max_idle_ms=self.settings.pull_max_idle_time_ms,
         )
-        client = MQClientManager.get_or_create(
-            self.client_id, self.namesrv_addr, self.client_config
-        )
-        self._client = client
         try:
-            self.offset_store = new_offset_store(
-                self.message_model is MessageModel.BROADCASTING,
-                self.consumer_group,
-                self.client_id,
-                client.invoke_broker,
-                self.offset_store_dir,
-            )
-            await self.offset_store.load()
-            if self.is_fenced:
-                self.fenced = FencedHandoff(client, self.consumer_group)
-                assert isinstance(self.offset_store, RemoteBrokerOffsetStore)
+            if isinstance(self.offset_store, RemoteBrokerOffsetStore) and self.fenced is not None:
                 self.offset_store.on_fenced = self._on_commit_fenced
-            self.rebalance_impl = RebalanceImpl(
-                self.consumer_group,
-                self.message_model,
-                self.allocate_strategy,
-                client,
-                self,
-                fenced=self.handoff == "fenced",
-                pull_max_idle_ms=self.pull_max_idle_time_ms,
-            )
-            self.rebalance_impl.subscription_inner.update(inner)
-            if self.consume_orderly:
-                rebalance_impl = self.rebalance_impl
-                self.consume_orderly_service = ConsumeMessageOrderlyService(
-                    self.consumer_group,
-                    cast(MessageListenerOrderly, self._listener),
-                    self.message_model,
-                    process_queue_of=lambda mq: rebalance_impl.process_queue_table.get(mq),
-                    update_offset=self._update_offset_orderly,
-                    lock=self.lock,
-                    lock_all=self.lock_all,
-                    send_to_dlq=lambda m: self.send_message_back(m, -1),
-                    consume_message_batch_max_size=self.consume_message_batch_max_size,
-                    suspend_current_queue_time_millis=self.suspend_current_queue_time_millis,
-                    max_reconsume_times=self.max_reconsume_times,
-                    lock_interval_ms=self.lock_interval_ms,
-                    lock_max_live_ms=self.lock_max_live_ms,
-                    on_consumed=self._on_consumed,
-                )
-                self.consume_orderly_service.start()
-            else:
-                self.consume_service = ConsumeMessageConcurrentlyService(
-                    self.consumer_group,
-                    cast(MessageListenerConcurrently, self._listener),
-                    self.message_model,
-                    update_offset=self._update_offset_after_consume,
-                    send_message_back=self.send_message_back,
-                    consume_message_batch_max_size=self.consume_message_batch_max_size,
-                    consume_thread_max=self.consume_thread_max,
-                    on_consumed=self._on_consumed,
-                )
-            client.register_consumer(self)
-            await client.start()
-            self.running = True
-            for topic in inner:
-                await client.update_topic_route_info_from_name_server(topic)
-            if await client.send_heartbeat_to_all_broker():
-                client.rebalance_immediately()
+            self._start_consume_service()
+            await self.join(rebalance=True)
         except BaseException:
-            await self._release_client()
+            self.running = False
+            await self.cancel_side_tasks()
+            await self.release_client()
             raise
         tracer.record("consumer_started", group=self.consumer_group, client_id=self.client_id)
         log.info(
@@ -329,17 +223,50 @@ class PushConsumer:
             group=self.consumer_group,
             client_id=self.client_id,
             message_model=self.message_model.value,
-            strategy=self.allocate_strategy.name,
-            handoff=self.handoff,
+            strategy=self.settings.allocate_strategy.name,
+            handoff=self.settings.handoff.value,
         )
 
+    def _start_consume_service(self) -> None:
+        s = self.settings
+        if self.consume_orderly:
+            rebalance_impl = self.rebalance_impl
+            assert rebalance_impl is not None
+            self.consume_orderly_service = ConsumeMessageOrderlyService(
+                self.consumer_group,
+                cast(MessageListenerOrderly, self.listener),
+                self.message_model,
+                process_queue_of=lambda mq: rebalance_impl.process_queue_table.get(mq),
+                update_offset=self._update_offset_orderly,
+                lock=self.lock,
+                lock_all=self.lock_all,
+                send_to_dlq=lambda m: self.send_message_back(m, -1),
+                consume_message_batch_max_size=s.consume_message_batch_max_size,
+                suspend_current_queue_time_ms=s.suspend_current_queue_time_ms,
+                max_reconsume_times=self.max_reconsume_times,
+                lock_interval_ms=s.lock_interval_ms,
+                lock_max_live_ms=s.lock_max_live_ms,
+                on_consumed=self._on_consumed,
+            )
+            self.consume_orderly_service.start()
+        else:
+            self.consume_service = ConsumeMessageConcurrentlyService(
+                self.consumer_group,
+                cast(MessageListenerConcurrently, self.listener),
+                self.message_model,
+                update_offset=self._update_offset_after_consume,
+                send_message_back=self.send_message_back,
+                consume_message_batch_max_size=s.consume_message_batch_max_size,
+                consume_thread_max=s.consume_thread_max,
+                on_consumed=self._on_consumed,
+            )
+
     async def shutdown(self, await_terminate_s: float = 0.0) -> None:
-        """Stop consuming, persist offsets, leave the group (UNREGISTER_CLIENT)."""
         if not self.running:
             return
         self.running = False
         tracer.record("consumer_shutdown", group=self.consumer_group, client_id=self.client_id)
-        assert self._client is not None and self.rebalance_impl is not None
+        assert self.client is not None and self.rebalance_impl is not None
         if self.consume_service is not None and self.fenced is None:
             await self.consume_service.shutdown(await_terminate_s)
         if self.consume_orderly_service is not None:
@@ -349,7 +276,7 @@ class PushConsumer:
             held = await self._hold_consume_locks(0.5)
             await self.consume_orderly_service.shutdown(await_terminate_s)
             await self.persist_consumer_offset()
-            if self.message_model is MessageModel.CLUSTERING:
+            if self.clustering:
                 await self.unlock_all()
             for pq in held:
                 pq.dropped = True
@@ -359,80 +286,15 @@ class PushConsumer:
             items = list(self.rebalance_impl.process_queue_table.items())
             for _, pq in items:
                 pq.dropped = True
-            await self.remove_unnecessary_message_queues(items)
+            await self.rebalance_mode.remove_unnecessary_message_queues(items)
             if self.consume_service is not None:
                 await self.consume_service.shutdown(await_terminate_s)
         else:
             await self.persist_consumer_offset()
-        await self._client.unregister_consumer(self.consumer_group)
-        self.rebalance_impl.destroy()
-        side = [t for t in self._side_tasks if t is not asyncio.current_task()]
-        for task in side:
-            task.cancel()
-        await asyncio.gather(*side, return_exceptions=True)
-        await self._release_client()
+        await self.leave()
         log.info("the consumer shutdown", group=self.consumer_group, client_id=self.client_id)
 
-    async def _release_client(self) -> None:
-        if self._client is not None:
-            if self._client.consumer_table.get(self.consumer_group) is self:
-                del self._client.consumer_table[self.consumer_group]
-            await MQClientManager.release(self.client_id)
-            self._client = None
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
-
-    def suspend(self) -> None:
-        """Pause pulling (RocketMQ's ``suspend``)."""
-        self.paused = True
-
-    def resume(self) -> None:
-        self.paused = False
-        if self._client is not None:
-            self._client.rebalance_immediately()
-
     # ---- what the client instance asks -----------------------------------------------------
-    def consumer_data(self) -> common_pb2.ConsumerData:
-        assert self.rebalance_impl is not None
-        data = common_pb2.ConsumerData(
-            group_name=self.consumer_group,
-            consume_type=common_pb2.CONSUME_PASSIVELY,
-            message_model=self.message_model.to_proto(),
-            consume_from_where=self.consume_from_where.to_proto(),
-        )
-        for topic, (expression, version) in sorted(self.rebalance_impl.subscription_inner.items()):
-            parsed = parse_expression(expression)
-            data.subscription_data_set.add(
-                topic=topic,
-                sub_string=parsed.sub_string,
-                tags_set=sorted(parsed.tags_set),
-                code_set=sorted(parsed.code_set),
-                sub_version=version,
-                expression_type="TAG",
-            )
-        return data
-
-    def subscribed_topics(self) -> set[str]:
-        return (
-            set(self.rebalance_impl.subscription_inner)
-            if self.rebalance_impl
-            else set(self._subscriptions)
-        )
-
-    def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
-        if self.rebalance_impl is not None and topic in self.rebalance_impl.subscription_inner:
-            self.rebalance_impl.topic_subscribe_info_table[topic] = mqs
-
     async def do_rebalance(self) -> bool:
         if self.paused or self.rebalance_impl is None or not self.running:
             return not self.paused
@@ -443,22 +305,12 @@ class PushConsumer:
             return
         await self.offset_store.persist_all(set(self.rebalance_impl.process_queue_table))
 
-    def is_balanced(self) -> bool:
-        return self.rebalance_impl is None or self.rebalance_impl.is_balanced()
-
     def on_queue_released(self, mq: MessageQueue) -> None:
         """Fenced handoff: a queue of the group was released; take it now if it is ours."""
         if self.rebalance_impl is not None and self.running:
-            self._spawn_side(self.rebalance_impl.try_acquire_released(mq))
+            self.spawn(self.rebalance_impl.try_acquire_released(mq))
 
-    # ---- RebalanceMode ---------------------------------------------------------------------
-    @property
-    def is_push(self) -> bool:
-        return True
-
-    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        return (await self.remove_unnecessary_message_queues([(mq, pq)]))[0]
-
+    # ---- dropping queues -------------------------------------------------------------------
     async def remove_unnecessary_message_queues(
         self, items: list[tuple[MessageQueue, ProcessQueue]]
     ) -> list[bool]:
@@ -468,32 +320,25 @@ class PushConsumer:
         and unlocks on the broker; a queue whose batch is still running stays (False) and is
         dropped again at the next rebalance, unless its lock is 20 s old (force unlock).
         """
-        assert self.offset_store is not None
         if self.fenced is not None:
-            return await self._release_fenced(items)
-        if self.consume_orderly and self.message_model is MessageModel.CLUSTERING:
+            await self._release_fenced(items)
+        elif self.consume_orderly and self.clustering:
             return list(
                 await asyncio.gather(
                     *(self._try_remove_order_message_queue(mq, pq) for mq, pq in items)
                 )
             )
-        mqs = [mq for mq, _ in items]
-        await self.offset_store.persist_many(mqs)
-        for mq in mqs:
-            self.offset_store.remove_offset(mq)
+        else:
+            await self.persist_and_forget([mq for mq, _ in items])
         return [True] * len(items)
 
-    async def _release_fenced(self, items: list[tuple[MessageQueue, ProcessQueue]]) -> list[bool]:
+    async def _release_fenced(self, items: list[tuple[MessageQueue, ProcessQueue]]) -> None:
         """Fenced drop: pulls stopped (dropped); let batches in flight ack; release with the offset."""
-        assert (
-            self.offset_store is not None
-            and self.fenced is not None
-            and self.rebalance_impl is not None
-        )
+        assert self.offset_store is not None
         for _, pq in items:
             pq.draining = True
         try:
-            async with asyncio.timeout(self.handoff_drain_timeout_ms / 1000):
+            async with asyncio.timeout(self.settings.handoff_drain_timeout_ms / 1000):
                 await asyncio.gather(*(pq.wait_idle() for _, pq in items))
         except TimeoutError:
             pass
@@ -504,19 +349,13 @@ class PushConsumer:
                 group=self.consumer_group,
                 queues=stuck,
             )
-        releases = []
+        finals = []
         for mq, pq in items:
             pq.draining = False
-            final = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
-            epoch = self.rebalance_impl.epochs.get(mq) or self.offset_store.epochs.get(mq, 0)  # type: ignore[attr-defined]
-            if epoch:
-                releases.append((mq, epoch, final))
-        if releases:
-            await self.fenced.release(releases)
-        for mq, _ in items:
-            self.offset_store.remove_offset(mq)
-            self.offset_store.epochs.pop(mq, None)  # type: ignore[attr-defined]
-        return [True] * len(items)
+            finals.append(
+                (mq, await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY))
+            )
+        await self.release_fenced(finals)
 
     def _on_commit_fenced(self, mq: MessageQueue) -> None:
         """The broker refused our commit for ``mq``: the queue moved on; drop it now."""
@@ -525,16 +364,11 @@ class PushConsumer:
         )
         if self.rebalance_impl is not None and mq in self.rebalance_impl.process_queue_table:
             self.rebalance_impl.process_queue_table[mq].dropped = True
-            self._spawn_side(self.rebalance_impl.remove_process_queue(mq))
-
-    def _spawn_side(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
+            self.spawn(self.rebalance_impl.remove_process_queue(mq))
 
     async def _try_remove_order_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         assert self.offset_store is not None
-        force_unlock = pq.dropped and pq.now_ms() > pq.last_lock_timestamp + self.unlock_delay_ms
+        force_unlock = pq.dropped and pq.now_ms() > pq.last_lock_timestamp + self.settings.unlock_delay_ms
         got_lock = False
         if not force_unlock:
             try:
@@ -576,70 +410,15 @@ class PushConsumer:
         await asyncio.gather(*(take(pq) for pq in self.rebalance_impl.process_queue_table.values()))
         return held
 
-    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
-        """``compute_pull_from_where`` for many queues: the stored offsets in one RPC per broker."""
-        store = self.offset_store
-        if not isinstance(store, RemoteBrokerOffsetStore):
-            return list(await asyncio.gather(*(self.compute_pull_from_where(mq) for mq in mqs)))
-        for mq in mqs:
-            store.remove_offset(mq)  # removeDirtyOffset
-        stored = await store.read_offsets_from_store(mqs)
-        return list(await asyncio.gather(*(self._pull_from_where(mq, stored[mq]) for mq in mqs)))
-
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """Where a newly assigned queue starts: the committed offset, else ConsumeFromWhere."""
-        assert self.offset_store is not None and self._client is not None
-        self.offset_store.remove_offset(mq)  # removeDirtyOffset
-        last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        return await self._pull_from_where(mq, last)
-
-    async def _pull_from_where(self, mq: MessageQueue, last: int) -> int:
-        """Spec 5.3: a stored offset wins; with none (-1), ConsumeFromWhere; an error (-2): -1."""
-        assert self._client is not None
-        if last >= 0:
-            return last
-        if last != -1:
-            return -1
-        try:
-            if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-                return 0
-            if is_retry_topic(mq.topic):
-                if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
-                    return 0
-                return await self._queue_offset(mq, "GetMaxOffset")
-            if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
-                return await self._queue_offset(mq, "GetMaxOffset")
-            stamp = int(time.mktime(time.strptime(self.consume_timestamp, "%Y%m%d%H%M%S")) * 1000)
-            response = await self._client.invoke_broker(
-                mq.broker_name,
-                "SearchOffsetByTimestamp",
-                broker_pb2.SearchOffsetRequest(
-                    topic=mq.topic, queue_id=mq.queue_id, timestamp=stamp
-                ),
-            )
-            return int(response.offset)
-        except MQError as e:
-            log.warning("compute pull from where failed", mq=str(mq), error=str(e))
-            return -1
-
-    async def _queue_offset(self, mq: MessageQueue, method: str) -> int:
-        assert self._client is not None
-        response = await self._client.invoke_broker(
-            mq.broker_name,
-            method,
-            broker_pb2.QueueOffsetRequest(topic=mq.topic, queue_id=mq.queue_id),
-        )
-        return int(response.offset)
-
     async def lock(self, mq: MessageQueue) -> bool:
         """LOCK_BATCH_MQ for one queue on its master (orderly); True when we hold it."""
-        if self.message_model is MessageModel.BROADCASTING or self._client is None:
+        if not self.clustering or self.client is None:
             return True
         locked = await self._lock_batch(mq.broker_name, [mq])
         return mq in locked
 
     async def _lock_batch(self, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
-        assert self._client is not None and self.rebalance_impl is not None
+        assert self.client is not None and self.rebalance_impl is not None
         request = broker_pb2.LockBatchRequest(
             consumer_group=self.consumer_group,
             client_id=self.client_id,
@@ -647,7 +426,7 @@ class PushConsumer:
             mq_set=[mq.to_proto() for mq in mqs],
         )
         try:
-            response = await self._client.invoke_broker(
+            response = await self.client.invoke_broker(
                 broker_name, "LockBatchMQ", request, timeout=1.0
             )
         except MQError as e:
@@ -656,7 +435,7 @@ class PushConsumer:
             )
             return set()
         locked = {MessageQueue.from_proto(m) for m in response.lock_ok_mq_set}
-        now = _now_ms()
+        now = now_ms()
         for mq in mqs:
             pq = self.rebalance_impl.process_queue_table.get(mq)
             if pq is None:
@@ -681,7 +460,7 @@ class PushConsumer:
 
     async def unlock(self, mqs: list[MessageQueue]) -> None:
         """UNLOCK_BATCH_MQ, one request per broker."""
-        if self._client is None or self.message_model is MessageModel.BROADCASTING:
+        if self.client is None or not self.clustering:
             return
         by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
         for mq in mqs:
@@ -694,7 +473,7 @@ class PushConsumer:
                 mq_set=[mq.to_proto() for mq in queues],
             )
             try:
-                await self._client.invoke_broker(broker_name, "UnlockBatchMQ", request, timeout=1.0)
+                await self.client.invoke_broker(broker_name, "UnlockBatchMQ", request, timeout=1.0)
             except MQError as e:
                 log.warning(
                     "unlockBatchMQ failed",
@@ -709,44 +488,34 @@ class PushConsumer:
         for pq in self.rebalance_impl.process_queue_table.values():
             pq.locked = False
 
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
-        """Fenced: the broker's grants (epoch, committed offset) for ``mqs``; None when classic."""
-        if self.fenced is None:
-            return None
-        assert isinstance(self.offset_store, RemoteBrokerOffsetStore)
-        grants = await self.fenced.acquire(mqs)
-        for mq, (epoch, committed) in grants.items():
-            self.offset_store.epochs[mq] = epoch
-            if committed >= 0:
-                self.offset_store.update_offset(mq, committed, increase_only=False)
-        return grants
-
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
-        if self._client is None or not self.running:
+        if self.client is None or not self.running:
             return
         for request in requests:
-            self._client.pull_message_service.execute_pull_request_later(
-                request, self.rebalance_dispatch_delay_ms
+            self.client.pull_message_service.execute_pull_request_later(
+                request, self.settings.rebalance_dispatch_delay_ms
             )
 
     async def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None:
         """A rebalance changed our queues: new subVersion, thresholds, heartbeat, listener."""
-        assert self.rebalance_impl is not None and self._client is not None
-        if topic in self.rebalance_impl.subscription_inner:
-            expression, _ = self.rebalance_impl.subscription_inner[topic]
-            self.rebalance_impl.subscription_inner[topic] = (expression, _now_ms())
+        assert self.rebalance_impl is not None and self.client is not None
+        if topic in self.subscription_inner:
+            expression, _ = self.subscription_inner[topic]
+            self.subscription_inner[topic] = (expression, now_ms())
         n = len(self.rebalance_impl.process_queue_table)
+        s = self.settings
         if n:
-            if self.pull_threshold_for_topic != -1:
-                self.pull_threshold_for_queue = max(1, self.pull_threshold_for_topic // n)
-            if self.pull_threshold_size_for_topic != -1:
-                self.pull_threshold_size_for_queue = max(1, self.pull_threshold_size_for_topic // n)
-        await self._client.send_heartbeat_to_all_broker()
-        if self.message_queue_listener is not None and not is_retry_topic(topic):
+            if s.pull_threshold_for_topic != -1:
+                self.pull_threshold_for_queue = max(1, s.pull_threshold_for_topic // n)
+            if s.pull_threshold_size_for_topic != -1:
+                self.pull_threshold_size_for_queue = max(1, s.pull_threshold_size_for_topic // n)
+        await self.client.send_heartbeat_to_all_broker()
+        listener = s.message_queue_listener
+        if listener is not None and not is_retry_topic(topic):
             try:
-                self.message_queue_listener(topic, set(mq_all), set(mq_divided))
+                listener(topic, set(mq_all), set(mq_divided))
             except Exception:
                 log.exception(
                     "messageQueueChanged listener failed", group=self.consumer_group, topic=topic
@@ -759,71 +528,59 @@ class PushConsumer:
         if pq.dropped:
             return
         pq.last_pull_timestamp = pq.now_ms()
-        client = self._client
+        client = self.client
         if client is None or not self.running:
             return
         service = client.pull_message_service
+        s = self.settings
         if self.paused:
-            service.execute_pull_request_later(request, PULL_TIME_DELAY_MILLS_WHEN_SUSPEND)
+            service.execute_pull_request_later(request, PULL_TIME_DELAY_MS_WHEN_SUSPEND)
             return
         reason = flow_control_reason(
             pq,
             pull_threshold_for_queue=self.pull_threshold_for_queue,
             pull_threshold_size_for_queue=self.pull_threshold_size_for_queue,
-            consume_concurrently_max_span=self.consume_concurrently_max_span,
+            consume_concurrently_max_span=s.consume_concurrently_max_span,
             consume_orderly=self.consume_orderly,
         )
         if reason is not None:
-            service.execute_pull_request_later(
-                request, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL
-            )
+            service.execute_pull_request_later(request, PULL_TIME_DELAY_MS_WHEN_CACHE_FLOW_CONTROL)
             return
         assert self.rebalance_impl is not None and self.offset_store is not None
+        assert self.pull_api is not None
         mq = request.message_queue
-        if self.consume_orderly and self.message_model is MessageModel.CLUSTERING:
+        if self.consume_orderly and self.clustering:
             if not pq.locked:
-                service.execute_pull_request_later(
-                    request, self.pull_time_delay_mills_when_exception
-                )
+                service.execute_pull_request_later(request, s.pull_time_delay_ms_when_exception)
                 return
             if not request.previously_locked:
                 # The first pull after the lock re-reads the committed offset from the broker.
                 offset = await self.compute_pull_from_where(mq)
                 if offset < 0:
                     service.execute_pull_request_later(
-                        request, self.pull_time_delay_mills_when_exception
+                        request, s.pull_time_delay_ms_when_exception
                     )
                     return
                 request.next_offset = offset
                 request.previously_locked = True
-        sub = self.rebalance_impl.subscription_inner.get(mq.topic)
+        sub = self.subscription_inner.get(mq.topic)
         if sub is None:
-            service.execute_pull_request_later(request, self.pull_time_delay_mills_when_exception)
+            service.execute_pull_request_later(request, s.pull_time_delay_ms_when_exception)
             return
         commit_offset = 0
-        if self.message_model is MessageModel.CLUSTERING:
+        if self.clustering:
             commit_offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
-        pull = broker_pb2.PullMessageRequest(
-            consumer_group=self.consumer_group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=request.next_offset,
-            max_msg_nums=self.pull_batch_size,
-            commit_offset_enabled=commit_offset > 0,
-            commit_offset=max(commit_offset, 0),
-            suspend=True,
-            suspend_timeout_millis=self.broker_suspend_max_time_millis,
-            sub_version=sub[1],
-            epoch=request.epoch,
-            client_id=self.client_id,
-            raw_records=True,
-        )
         try:
-            result = await client.invoke_broker(
-                mq.broker_name,
-                "PullMessage",
-                pull,
-                timeout=self.consumer_timeout_millis_when_suspend / 1000,
+            result = await self.pull_api.pull_kernel(
+                mq,
+                request.next_offset,
+                max_nums=s.pull_batch_size,
+                expression=parse_expression(sub[0]),
+                sub_version=sub[1],
+                suspend_timeout_ms=s.broker_suspend_max_time_ms,
+                timeout_ms=s.consumer_pull_timeout_ms,
+                commit_offset=commit_offset,
+                epoch=request.epoch,
             )
         except QueueFenced as e:
             if pq.dropped:
@@ -839,38 +596,27 @@ class PushConsumer:
             return
         except MQError as e:
             delay = (
-                PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
+                PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL
                 if e.response_code is ResponseCode.FLOW_CONTROL
-                else self.pull_time_delay_mills_when_exception
+                else s.pull_time_delay_ms_when_exception
             )
             log.debug("pull message failed", group=self.consumer_group, mq=str(mq), error=str(e))
             service.execute_pull_request_later(request, delay)
             return
-        await self._on_pull_result(request, result, sub[0])
+        await self._on_pull_result(request, result)
 
-    async def _on_pull_result(self, request: PullRequest, result: Any, expression: str) -> None:
+    async def _on_pull_result(self, request: PullRequest, result: PullResult) -> None:
         assert (
-            self._client is not None
+            self.client is not None
             and self.offset_store is not None
             and self.rebalance_impl is not None
         )
-        service = self._client.pull_message_service
+        service = self.client.pull_message_service
         pq = request.process_queue
         mq = request.message_queue
-        status = result.status
-        if status == broker_pb2.FOUND:
+        if result.status == FOUND:
             request.next_offset = result.next_begin_offset
-            parsed = parse_expression(expression)
-            if result.records:  # the stored records, as RocketMQ's pull body carries them
-                msgs = decode_records(result.records, result.broker_name or mq.broker_name)
-            else:
-                msgs = [MessageExt.from_proto(m) for m in result.messages]
-            if not parsed.matches_all:
-                msgs = [m for m in msgs if parsed.matches_tags(m.tags)]
-            for m in msgs:
-                retry_of = m.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
-                if retry_of and is_retry_topic(m.topic):
-                    m.topic = retry_of  # resetRetryAndNamespace
+            msgs = result.msgs_found
             if not msgs:
                 service.execute_pull_request_immediately(request)
                 return
@@ -893,8 +639,8 @@ class PushConsumer:
             else:
                 assert self.consume_service is not None
                 self.consume_service.submit_consume_request(msgs, pq, mq)
-            service.execute_pull_request_later(request, self.pull_interval_ms)
-        elif status in (broker_pb2.NO_NEW_MSG, broker_pb2.NO_MATCHED_MSG):
+            service.execute_pull_request_later(request, self.settings.pull_interval_ms)
+        elif result.status in (NO_NEW_MSG, NO_MATCHED_MSG):
             request.next_offset = result.next_begin_offset
             if pq.msg_count == 0 and not pq.dropped:
                 self.offset_store.update_offset(mq, request.next_offset, increase_only=True)
@@ -912,7 +658,7 @@ class PushConsumer:
             self.offset_store.update_and_freeze_offset(mq, request.next_offset)
             await self.offset_store.persist(mq)
             await self.rebalance_impl.remove_process_queue(mq)
-            self._client.rebalance_immediately()
+            self.client.rebalance_immediately()
 
     # ---- consuming -------------------------------------------------------------------------
     def _update_offset_after_consume(self, mq: MessageQueue, offset: int) -> None:
@@ -939,7 +685,7 @@ class PushConsumer:
 
     async def send_message_back(self, msg: MessageExt, delay_level: int) -> bool:
         """CONSUMER_SEND_MSG_BACK to the message's broker; False if that failed."""
-        if self._client is None:
+        if self.client is None:
             return False
         request = broker_pb2.ConsumerSendMsgBackRequest(
             group=self.consumer_group,
@@ -950,7 +696,7 @@ class PushConsumer:
             max_reconsume_times=self.max_reconsume_times,
         )
         try:
-            await self._client.invoke_broker(
+            await self.client.invoke_broker(
                 msg.broker_name, "ConsumerSendMsgBack", request, timeout=5.0
             )
         except MQError as e:
@@ -962,3 +708,42 @@ class PushConsumer:
             )
             return False
         return True
+
+
+class RebalancePushImpl:
+    """The push mode of ``RebalanceImpl`` (RocketMQ's ``RebalancePushImpl``)."""
+
+    def __init__(self, impl: PushConsumerImpl) -> None:
+        self.impl = impl
+
+    @property
+    def is_push(self) -> bool:
+        return True
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        return (await self.impl.remove_unnecessary_message_queues([(mq, pq)]))[0]
+
+    async def remove_unnecessary_message_queues(
+        self, items: list[tuple[MessageQueue, ProcessQueue]]
+    ) -> list[bool]:
+        return await self.impl.remove_unnecessary_message_queues(items)
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        return await self.impl.compute_pull_from_where(mq)
+
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+        return await self.impl.compute_pull_from_where_many(mqs)
+
+    async def lock(self, mq: MessageQueue) -> bool:
+        return await self.impl.lock(mq)
+
+    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
+        return await self.impl.acquire(mqs)
+
+    def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
+        self.impl.dispatch_pull_requests(requests)
+
+    async def message_queue_changed(
+        self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
+    ) -> None:
+        await self.impl.message_queue_changed(topic, mq_all, mq_divided)

@@ -55,6 +55,7 @@ class RebalanceMode(Protocol):
         self, items: list[tuple[MessageQueue, ProcessQueue]]
     ) -> list[bool]: ...
     async def compute_pull_from_where(self, mq: MessageQueue) -> int: ...
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]: ...
     async def lock(self, mq: MessageQueue) -> bool: ...
     async def acquire(
         self, mqs: list[MessageQueue]
@@ -87,6 +88,7 @@ class RebalanceImpl:
         fenced_retry_window_ms: int = 3_000,
         pull_max_idle_ms: int = 120_000,
         new_process_queue: Callable[[], ProcessQueue] = ProcessQueue,
+        epochs: dict[MessageQueue, int] | None = None,
     ) -> None:
         self.consumer_group = consumer_group
         self.message_model = message_model
@@ -103,8 +105,8 @@ class RebalanceImpl:
         self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
         # topic -> the subscription's expression and version (kept by the consumer).
         self.subscription_inner: dict[str, tuple[str, int]] = {}
-        # Fenced handoff: the epoch of each queue we hold.
-        self.epochs: dict[MessageQueue, int] = {}
+        # Fenced handoff: the epoch of each queue we hold (the dict ``FencedHandoff`` owns).
+        self.epochs: dict[MessageQueue, int] = {} if epochs is None else epochs
         # The last allocation per topic (the fenced handoff acquires a released queue from it).
         self.allocation: dict[str, set[MessageQueue]] = {}
         self._cid_cache: dict[None, list[str] | None] = {}
@@ -370,18 +372,10 @@ class RebalanceImpl:
         """Where each new queue starts: a grant's committed offset, else the mode's answer,
         asked for all the queues at once when the mode can (one RPC per broker)."""
         unknown = [mq for mq, _, committed in candidates if committed < 0]
-        many = getattr(self.mode, "compute_pull_from_where_many", None)
-        if many is not None and unknown:
-            answers = dict(zip(unknown, await many(unknown), strict=True))
-        else:
+        answers: dict[MessageQueue, int] = {}
+        if unknown:
             answers = dict(
-                zip(
-                    unknown,
-                    await asyncio.gather(
-                        *(self.mode.compute_pull_from_where(mq) for mq in unknown)
-                    ),
-                    strict=True,
-                )
+                zip(unknown, await self.mode.compute_pull_from_where_many(unknown), strict=True)
             )
         return [committed if committed >= 0 else answers[mq] for mq, _, committed in candidates]
 

@@ -16,6 +16,7 @@ import pytest
 
 from aiorocketmq.consumer import ConsumeFromWhere, LitePullConsumer, MessageExt, MessageQueue
 from aiorocketmq.consumer.offset_store import RemoteBrokerOffsetStore
+from aiorocketmq.consumer.pull_api import PullAPIWrapper
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import MQError, QueryNotFound, ServiceNotAvailable
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
@@ -133,16 +134,18 @@ async def running(
     kw.setdefault("consume_from_where", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     c = LitePullConsumer("unit-g", "127.0.0.1:9", instance_name="unit", **kw)
     c.assign(mqs, expression)
-    c._client = broker  # type: ignore[assignment]
-    c.offset_store = RemoteBrokerOffsetStore("unit-g", broker.invoke_broker)
-    c.running = True
-    for state in list(c._states.values()):
-        c._start_pull_task(state)
+    impl = c._impl
+    impl.client = broker  # type: ignore[assignment]
+    impl.offset_store = RemoteBrokerOffsetStore("unit-g", broker.invoke_broker)
+    impl.pull_api = PullAPIWrapper(broker, "unit-g", "unit")
+    impl.running = True
+    for state in list(impl.states.values()):
+        impl._start_pull_task(state)
     try:
         yield c
     finally:
-        c.running = False
-        await c._stop_tasks()
+        impl.running = False
+        await impl._stop_tasks()
 
 
 async def poll_all(c: LitePullConsumer, count: int) -> list[MessageExt]:
@@ -154,7 +157,7 @@ async def poll_all(c: LitePullConsumer, count: int) -> list[MessageExt]:
 
 
 def held(c: LitePullConsumer, mq: MessageQueue) -> int:
-    return c._states[mq].process_queue.msg_count
+    return c._impl.states[mq].process_queue.msg_count
 
 
 async def test_no_pull_while_the_queue_buffer_is_over_its_threshold() -> None:
@@ -209,7 +212,7 @@ async def test_poll_returns_up_to_a_batch_across_queues_in_queue_order() -> None
         for mq in (Q1, Q2, Q3):
             mine = [m.queue_offset for m in polled if m.message_queue == mq]
             assert mine == [0, 1, 2, 3]
-            assert c._states[mq].consume_offset == 4
+            assert c._impl.states[mq].consume_offset == 4
 
 
 async def test_a_paused_queue_is_not_pulled_and_resume_wakes_a_waiting_poll() -> None:
@@ -237,10 +240,10 @@ async def test_a_paused_queue_is_not_pulled_and_resume_wakes_a_waiting_poll() ->
 async def test_assigned_pulls_carry_their_expression_and_the_client_filters_tags() -> None:
     stored = [(b"a0", "A"), (b"b1", "B"), (b"a2", "A"), (b"n3", None)]
     broker = FakeBroker({Q1: stored})
-    async with running(broker, [Q1], expression="A", broker_suspend_max_time_millis=7000) as c:
+    async with running(broker, [Q1], expression="A", broker_suspend_max_time_ms=7000) as c:
         got = await poll_all(c, 2)
         assert [m.body for m in got] == [b"a0", b"a2"]
-        await wait_until(lambda: c._states[Q1].consume_offset == 4, message="past the filtered")
+        await wait_until(lambda: c._impl.states[Q1].consume_offset == 4, message="past the filtered")
     request = broker.pulls[0][1]
     assert request.has_subscription and request.sub_expression == "A"
     assert request.suspend and request.suspend_timeout_millis == 7000
@@ -264,6 +267,6 @@ async def test_compute_pull_from_where_returns_minus_one_instead_of_raising(
         broker.committed[Q1] = committed
     broker.query_error = query_error
     c = LitePullConsumer("unit-g", "127.0.0.1:9", consume_from_where=where)
-    c._client = broker  # type: ignore[assignment]
-    c.offset_store = RemoteBrokerOffsetStore("unit-g", broker.invoke_broker)
-    assert await c._rebalance_mode.compute_pull_from_where(Q1) == expected
+    c._impl.client = broker  # type: ignore[assignment]
+    c._impl.offset_store = RemoteBrokerOffsetStore("unit-g", broker.invoke_broker)
+    assert await c._impl.rebalance_mode.compute_pull_from_where(Q1) == expected

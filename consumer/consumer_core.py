@@ -1,0 +1,395 @@
+"""``ConsumerCore``: what every consumer does the same way, and what the client instance drives.
+
+RocketMQ splits a consumer into the user's class (``DefaultMQPushConsumer``,
+``DefaultLitePullConsumer``), the implementation the client instance drives through its
+``MQConsumerInner`` interface, and a rebalance subclass per consume mode. Here:
+
+- the user's classes (``PushConsumer``, ``LitePullConsumer``) hold the user API only;
+- ``ConsumerCore`` (this module) is the ``MQConsumerInner`` side they share: the client
+  instance and its release, the offset store, the fenced handoff (which owns the epochs),
+  ``RebalanceImpl``, the one pull path (``PullAPIWrapper``), the start-offset decision
+  (``compute_pull_from_where``, spec 5.3), the heartbeat's ``ConsumerData``, side tasks;
+- ``PushConsumerImpl`` and ``LitePullConsumerImpl`` extend it with what differs (the consume
+  service and pull requests, or the per-queue pull tasks and the poll buffer);
+- the rebalance modes (``RebalancePushImpl``, ``RebalanceLitePullImpl``) are small objects
+  passed to ``RebalanceImpl``.
+
+A consumer joining a group, from the core's side: ``start_client`` takes (or creates) the
+client instance of our client id, loads the offset store, registers with the instance and
+fetches the routes; ``join`` sends the heartbeat (which opens the channel stream to each
+broker, and each broker notifies the group) and wakes the rebalance service, which calls
+``do_rebalance``; new queues start at ``compute_pull_from_where_many``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+from aiorocketmq.consumer.client_instance import (
+    MQClientInstance,
+    MQClientManager,
+    consumer_client_id,
+)
+from aiorocketmq.consumer.fenced import FencedHandoff
+from aiorocketmq.consumer.offset_store import (
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+    new_offset_store,
+)
+from aiorocketmq.consumer.pull_api import PullAPIWrapper
+from aiorocketmq.consumer.pull_message_service import PullRequest
+from aiorocketmq.consumer.rebalance_impl import RebalanceImpl, RebalanceMode
+from aiorocketmq.consumer.settings import ConsumerSettings
+from aiorocketmq.consumer.types import ConsumeFromWhere, MessageModel
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.client_id import local_ip
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.tags import parse_expression
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.validators import is_retry_topic
+
+__all__ = ["ConsumerAPI", "ConsumerCore", "now_ms"]
+
+log = get_logger("aiorocketmq.consumer")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ConsumerCore:
+    """The shared half of a consumer implementation (RocketMQ's ``MQConsumerInner``)."""
+
+    #: CONSUME_PASSIVELY (push) or CONSUME_ACTIVELY (lite pull), as the heartbeat says.
+    consume_type: ClassVar[common_pb2.ConsumeType] = common_pb2.CONSUME_PASSIVELY
+
+    def __init__(self, group: str, namesrv_addr: str, settings: ConsumerSettings) -> None:
+        self.consumer_group = group
+        self.namesrv_addr = namesrv_addr
+        self.settings = settings
+        self.client_ip = settings.client_ip or local_ip()
+        self.client: MQClientInstance | None = None
+        self.client_id = ""
+        self.offset_store: OffsetStore | None = None
+        self.rebalance_impl: RebalanceImpl | None = None
+        self.fenced: FencedHandoff | None = None
+        self.pull_api: PullAPIWrapper | None = None
+        # topic -> (expression, subVersion): what the rebalance and the heartbeat use.
+        self.subscription_inner: dict[str, tuple[str, int]] = {}
+        self.running = False
+        self._side_tasks: set[asyncio.Future[Any]] = set()
+
+    @property
+    def group_name(self) -> str:
+        return self.consumer_group
+
+    @property
+    def message_model(self) -> MessageModel:
+        return self.settings.message_model
+
+    @property
+    def clustering(self) -> bool:
+        return self.settings.message_model is MessageModel.CLUSTERING
+
+    # ---- start and shutdown ----------------------------------------------------------------
+    async def start_client(
+        self, mode: RebalanceMode, *, fenced: bool, pull_max_idle_ms: int = 120_000
+    ) -> MQClientInstance:
+        """Client instance, offset store, fenced handoff, rebalance, routes: all but the join.
+
+        On failure everything taken is given back before the error propagates.
+        """
+        s = self.settings
+        self.client_id = consumer_client_id(self.client_ip, s.instance_name, self.clustering)
+        client = MQClientManager.get_or_create(self.client_id, self.namesrv_addr, s.client_config)
+        self.client = client
+        try:
+            self.offset_store = new_offset_store(
+                not self.clustering,
+                self.consumer_group,
+                self.client_id,
+                client.invoke_broker,
+                s.offset_store_dir,
+            )
+            await self.offset_store.load()
+            epochs: dict[MessageQueue, int] = {}
+            if fenced and isinstance(self.offset_store, RemoteBrokerOffsetStore):
+                self.fenced = FencedHandoff(client, self.consumer_group)
+                epochs = self.fenced.epochs
+                self.offset_store.epochs = epochs  # commits present the grant's epoch
+            self.rebalance_impl = RebalanceImpl(
+                self.consumer_group,
+                s.message_model,
+                s.allocate_strategy,
+                client,
+                mode,
+                fenced=self.fenced is not None,
+                pull_max_idle_ms=pull_max_idle_ms,
+                epochs=epochs,
+            )
+            self.rebalance_impl.subscription_inner = self.subscription_inner
+            self.pull_api = PullAPIWrapper(client, self.consumer_group, self.client_id)
+            client.register_consumer(self)
+            await client.start()
+            self.running = True
+            for topic in sorted(self.subscribed_topics()):
+                await client.update_topic_route_info_from_name_server(topic)
+        except BaseException:
+            self.running = False
+            await self.release_client()
+            raise
+        return client
+
+    async def join(self, *, rebalance: bool) -> None:
+        """Heartbeat every broker (the channels open, the brokers notify the group); rebalance."""
+        assert self.client is not None
+        if await self.client.send_heartbeat_to_all_broker() and rebalance:
+            self.client.rebalance_immediately()
+
+    async def leave(self) -> None:
+        """UNREGISTER_CLIENT everywhere, forget the rebalance state, stop side tasks, release."""
+        assert self.client is not None and self.rebalance_impl is not None
+        await self.client.unregister_consumer(self.consumer_group)
+        self.rebalance_impl.destroy()
+        await self.cancel_side_tasks()
+        await self.release_client()
+
+    async def release_client(self) -> None:
+        if self.client is not None:
+            if self.client.consumer_table.get(self.consumer_group) is self:
+                # Not another consumer's entry (a duplicate group fails register_consumer).
+                del self.client.consumer_table[self.consumer_group]
+            await MQClientManager.release(self.client_id)
+            self.client = None
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` as a side task this consumer cancels at shutdown."""
+        self.track(asyncio.ensure_future(coro))
+
+    def track(self, task: asyncio.Future[Any]) -> None:
+        """Keep ``task`` (cancelled or not) until it ends, and wait for it at shutdown."""
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    async def cancel_side_tasks(self) -> None:
+        side = [t for t in self._side_tasks if t is not asyncio.current_task()]
+        for task in side:
+            task.cancel()
+        await asyncio.gather(*side, return_exceptions=True)
+        self._side_tasks.clear()
+
+    # ---- what the client instance asks (MQConsumerInner) -----------------------------------
+    def consumer_data(self) -> common_pb2.ConsumerData:
+        """The heartbeat's entry for this group: its type, model and subscriptions."""
+        data = common_pb2.ConsumerData(
+            group_name=self.consumer_group,
+            consume_type=self.consume_type,
+            message_model=self.settings.message_model.to_proto(),
+            consume_from_where=self.settings.consume_from_where.to_proto(),
+        )
+        for topic, (expression, version) in sorted(self.subscription_inner.items()):
+            parsed = parse_expression(expression)
+            data.subscription_data_set.add(
+                topic=topic,
+                sub_string=parsed.sub_string,
+                tags_set=sorted(parsed.tags_set),
+                code_set=sorted(parsed.code_set),
+                sub_version=version,
+                expression_type="TAG",
+            )
+        return data
+
+    def subscribed_topics(self) -> set[str]:
+        return set(self.subscription_inner)
+
+    def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
+        if self.rebalance_impl is not None and topic in self.subscription_inner:
+            self.rebalance_impl.topic_subscribe_info_table[topic] = mqs
+
+    def is_balanced(self) -> bool:
+        """Every topic's process queues equal its last allocation (no RPC)."""
+        return self.rebalance_impl is None or self.rebalance_impl.is_balanced()
+
+    # What each consumer does its own way (the client instance calls these too).
+    async def do_rebalance(self) -> bool:
+        raise NotImplementedError
+
+    async def persist_consumer_offset(self) -> None:
+        raise NotImplementedError
+
+    async def pull_message(self, request: PullRequest) -> None:
+        raise NotImplementedError
+
+    def on_queue_released(self, mq: MessageQueue) -> None:
+        raise NotImplementedError
+
+    # ---- offsets: where a queue starts -----------------------------------------------------
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+        """``compute_pull_from_where`` of many queues: stored offsets in one RPC per broker."""
+        store = self.offset_store
+        if not isinstance(store, RemoteBrokerOffsetStore):
+            return list(await asyncio.gather(*(self.compute_pull_from_where(mq) for mq in mqs)))
+        for mq in mqs:
+            store.remove_offset(mq)  # removeDirtyOffset
+        stored = await store.read_offsets_from_store(mqs)
+        return list(await asyncio.gather(*(self.pull_from_where(mq, stored[mq]) for mq in mqs)))
+
+    async def compute_pull_from_where(
+        self, mq: MessageQueue, read_type: ReadOffsetType = ReadOffsetType.READ_FROM_STORE
+    ) -> int:
+        """Where a newly assigned queue starts: the committed offset, else ConsumeFromWhere.
+
+        With READ_FROM_STORE the cached offset is dropped first (``removeDirtyOffset``).
+        """
+        assert self.offset_store is not None
+        if read_type is ReadOffsetType.READ_FROM_STORE:
+            self.offset_store.remove_offset(mq)
+        last = await self.offset_store.read_offset(mq, read_type)
+        return await self.pull_from_where(mq, last)
+
+    async def pull_from_where(self, mq: MessageQueue, last: int) -> int:
+        """Spec 5.3: a stored offset wins; none (-1): ConsumeFromWhere; an error (-2): -1.
+
+        The broker answers 0 for a queue whose head was never deleted (docs/protocol.md), so
+        a new group reads a young queue from its start in one step; ConsumeFromWhere decides
+        only where the head is gone.
+        """
+        if last >= 0:
+            return last
+        if last != -1:
+            return -1
+        where = self.settings.consume_from_where
+        try:
+            if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+                return 0
+            if where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+                return 0 if is_retry_topic(mq.topic) else await self.queue_offset(mq, "GetMaxOffset")
+            if is_retry_topic(mq.topic):
+                return await self.queue_offset(mq, "GetMaxOffset")
+            stamp = time.strptime(self.settings.consume_timestamp, "%Y%m%d%H%M%S")
+            return await self.search_offset(mq, int(time.mktime(stamp) * 1000))
+        except MQError as e:
+            log.warning("compute pull from where failed", mq=str(mq), error=str(e))
+            return -1
+
+    async def queue_offset(self, mq: MessageQueue, method: str) -> int:
+        """GET_MAX_OFFSET / GET_MIN_OFFSET of ``mq`` (the route is fetched if unknown)."""
+        client = self.client
+        if client is None:
+            raise RuntimeError("The consumer not running, please start it first.")
+        await self.refresh_route_if_unknown(mq)
+        response = await client.invoke_broker(
+            mq.broker_name,
+            method,
+            broker_pb2.QueueOffsetRequest(topic=mq.topic, queue_id=mq.queue_id),
+        )
+        return int(response.offset)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after ``timestamp_ms``."""
+        assert self.client is not None
+        response = await self.client.invoke_broker(
+            mq.broker_name,
+            "SearchOffsetByTimestamp",
+            broker_pb2.SearchOffsetRequest(
+                topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms
+            ),
+        )
+        return int(response.offset)
+
+    async def refresh_route_if_unknown(self, mq: MessageQueue) -> None:
+        client = self.client
+        if client is not None and client.find_broker_addr(mq.broker_name) is None:
+            await client.update_topic_route_info_from_name_server(mq.topic)
+
+    # ---- the fenced handoff ----------------------------------------------------------------
+    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
+        """Fenced: the broker's grants (epoch, committed offset) for ``mqs``; None when classic.
+
+        ``FencedHandoff`` keeps each grant's epoch; the committed offset goes into the store.
+        """
+        if self.fenced is None or self.offset_store is None:
+            return None
+        grants = await self.fenced.acquire(mqs)
+        for mq, (_, committed) in grants.items():
+            if committed >= 0:
+                self.offset_store.update_offset(mq, committed, increase_only=False)
+        return grants
+
+    async def release_fenced(self, finals: list[tuple[MessageQueue, int]]) -> None:
+        """Release each queue's grant with its final offset, then forget the queue's offset."""
+        assert self.fenced is not None and self.offset_store is not None
+        await self.fenced.release(finals)
+        for mq, _ in finals:
+            self.offset_store.remove_offset(mq)
+
+    async def persist_and_forget(self, mqs: list[MessageQueue]) -> None:
+        """A dropped queue's offset, persisted (one commit per broker), then forgotten."""
+        assert self.offset_store is not None
+        await self.offset_store.persist_many(mqs)
+        for mq in mqs:
+            self.offset_store.remove_offset(mq)
+
+
+class ConsumerAPI:
+    """What both user-facing consumers show of their implementation, and ``async with``."""
+
+    settings: ConsumerSettings
+    _impl: ConsumerCore
+
+    @property
+    def consumer_group(self) -> str:
+        return self._impl.consumer_group
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self._impl.namesrv_addr
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instance``, known once started."""
+        return self._impl.client_id
+
+    @property
+    def instance_name(self) -> str | None:
+        return self.settings.instance_name
+
+    @property
+    def message_model(self) -> MessageModel:
+        return self.settings.message_model
+
+    @property
+    def running(self) -> bool:
+        return self._impl.running
+
+    @property
+    def offset_store(self) -> OffsetStore | None:
+        return self._impl.offset_store
+
+    @property
+    def rebalance_impl(self) -> RebalanceImpl | None:
+        return self._impl.rebalance_impl
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
