@@ -1,59 +1,14 @@
-"""``aiorocketmq``: the demo, consumer and producer processes, traces and local clusters."""
+"""The console tools: ``aiorocketmq`` (``cli.main``), ``mqadmin`` (``cli.mqadmin``), the demo,
+the process cluster and the producer/consumer commands. They import the roles; no role imports
+them. Each tool configures logging for itself (``aiorocketmq.logs.configure_logging``)."""
 
 from __future__ import annotations
-
-import argparse
-import sys
-from pathlib import Path
-
-from aiorocketmq.cli.clients import (
-    add_consume_parser,
-    add_produce_parser,
-    consume_main,
-    produce_main,
-)
-from aiorocketmq.cli.cluster import add_cluster_parser, cluster_main
-from aiorocketmq.logs import configure_logging
-from aiorocketmq.runtime import run
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="aiorocketmq", description=__doc__)
-    parser.add_argument("--log-level", default="WARNING")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="watch consumers join and leave a group, narrated")
-    demo.add_argument("--step", type=float, default=4.0, help="seconds between joins and leaves")
-    add_consume_parser(sub)
-    add_produce_parser(sub)
-    add_cluster_parser(sub)
-    trace = sub.add_parser("trace", help="protocol traces")
-    trace_sub = trace.add_subparsers(dest="trace_command", required=True)
-    report = trace_sub.add_parser("report", help="who held which queue, duplicates, losses")
-    report.add_argument("files", nargs="+", type=Path, help="JSONL trace files (merged by time)")
-    report.add_argument("-g", "--group", help="only this consumer group")
-    report.add_argument("-t", "--topic", help="only this topic")
-    args = parser.parse_args(argv)
-    configure_logging(args.log_level)
-    if args.command == "demo":
-        from aiorocketmq.cli.demo import run_demo
+    """The ``aiorocketmq`` console script (loaded on call, so importing a tool stays cheap)."""
+    from aiorocketmq.cli.main import main as run_main
 
-        return run(run_demo(sys.stdout, step_s=args.step))
-    if args.command == "trace":
-        from aiorocketmq.trace_check import check, format_report, read_traces
-
-        print(format_report(check(read_traces(args.files), group=args.group, topic=args.topic)))
-        return 0
-    if args.command == "consume":
-        return run(consume_main(args))
-    if args.command == "produce":
-        return run(produce_main(args))
-    if args.command == "cluster":
-        return cluster_main(args)
-    parser.error(f"unknown command {args.command}")
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return run_main(argv)

@@ -1,0 +1,7 @@
+"""``python -m aiorocketmq.cli``: the same as the ``aiorocketmq`` console script."""
+
+import sys
+
+from aiorocketmq.cli.main import main
+
+sys.exit(main())
