@@ -1,4 +1,10 @@
-"""A name server and a broker as real processes, for benchmarks (``async with``)."""
+"""Name servers and brokers as real processes (``mqnamesrv``, ``mqbroker``), on loopback.
+
+``ProcessCluster`` runs one name server and ``brokers`` brokers, each on a port chosen at
+start and kept across restarts, with its store under ``root``; it can kill a broker with
+SIGKILL and start it again on the same port and store, and restart the name server.
+``BrokerProcesses`` is the one-broker cluster the benchmarks use.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 
-__all__ = ["BrokerProcesses", "free_port"]
+__all__ = ["BrokerProcesses", "ProcessCluster", "free_port"]
 
 
 def free_port() -> int:
@@ -25,72 +31,126 @@ def free_port() -> int:
         return port
 
 
-class BrokerProcesses:
-    """``mqnamesrv`` and one ``mqbroker`` on loopback, stores under ``root``."""
+class ProcessCluster:
+    """``mqnamesrv`` and brokers named broker-a, broker-b, ... as processes on loopback."""
 
-    def __init__(self, root: Path, *, settings: str = "", broker_name: str = "broker-a") -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        brokers: int = 1,
+        settings: str = "",
+        broker_names: list[str] | None = None,
+        trace: bool = False,
+    ) -> None:
         self.root = root
         self.settings = settings
-        self.broker_name = broker_name
+        # Brokers append their protocol trace to root/trace-<name>.jsonl (channel closes, ...).
+        self.trace = trace
+        self.broker_names = broker_names or [f"broker-{chr(ord('a') + i)}" for i in range(brokers)]
         self.namesrv_addr = f"127.0.0.1:{free_port()}"
-        self.broker_addr = f"127.0.0.1:{free_port()}"
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.broker_addrs = {name: f"127.0.0.1:{free_port()}" for name in self.broker_names}
+        self.namesrv: subprocess.Popen[bytes] | None = None
+        self.brokers: dict[str, subprocess.Popen[bytes]] = {}
         self.conns = BrokerConnections()
 
-    def _spawn(self, *args: str) -> None:
+    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
         bin_dir = Path(sys.executable).parent
         log = (self.root / f"{args[0]}.log").open("ab")
-        self.procs.append(
-            subprocess.Popen(
-                [str(bin_dir / args[0]), *args[1:]], stdout=log, stderr=log, env=os.environ.copy()
-            )
+        return subprocess.Popen(
+            [str(bin_dir / args[0]), *args[1:]], stdout=log, stderr=log, env=os.environ.copy()
         )
 
-    async def start(self) -> None:
-        self._spawn("mqnamesrv", "--listen", self.namesrv_addr, "--log-level", "WARNING")
-        config = self.root / "broker.toml"
+    def start_namesrv(self) -> None:
+        self.namesrv = self._spawn(
+            "mqnamesrv", "--listen", self.namesrv_addr, "--log-level", "WARNING"
+        )
+
+    def start_broker(self, name: str) -> None:
+        config = self.root / f"{name}.toml"
         config.write_text("register_name_server_period_ms = 1000\n" + self.settings)
-        self._spawn(
+        self.brokers[name] = self._spawn(
             "mqbroker",
             "-n",
             self.namesrv_addr,
             "--listen",
-            self.broker_addr,
+            self.broker_addrs[name],
             "--store-dir",
-            str(self.root / "store"),
+            str(self.root / "store" / name),
             "--broker-name",
-            self.broker_name,
+            name,
             "-c",
             str(config),
             "--log-level",
             "WARNING",
+            *(["--trace", str(self.trace_file(name))] if self.trace else []),
         )
+
+    def trace_file(self, name: str) -> Path:
+        return self.root / f"trace-{name}.jsonl"
+
+    async def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.start_namesrv()
+        for name in self.broker_names:
+            self.start_broker(name)
+        await self.wait_registered(self.broker_names)
+
+    async def wait_registered(self, names: list[str], timeout: float = 30.0) -> None:
+        """Until the name server lists every broker of ``names`` (RuntimeError after ``timeout``)."""
+        deadline = asyncio.get_running_loop().time() + timeout
         async with NameServerClient(self.namesrv_addr) as ns:
-            for _ in range(300):
+            while asyncio.get_running_loop().time() < deadline:
                 try:
                     info = await ns.get_broker_cluster_info(timeout=0.5)
-                    if self.broker_name in info.broker_addr_table:
+                    if set(names) <= set(info.broker_addr_table):
                         return
                 except Exception:
                     pass
+                for name in names:
+                    proc = self.brokers.get(name)
+                    if proc is not None and proc.poll() is not None:
+                        raise RuntimeError(f"{name} exited with {proc.returncode} at start")
                 await asyncio.sleep(0.05)
-        raise RuntimeError("the broker did not register in time")
+        raise RuntimeError(f"brokers {names} did not register in time")
+
+    async def kill_broker(self, name: str) -> None:
+        """SIGKILL: no flush, no unregistration (what a crash of the machine's process does)."""
+        proc = self.brokers.pop(name)
+        proc.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(proc.wait, 10)
+        await self.conns.drop(self.broker_addrs[name])
+
+    async def restart_broker(self, name: str) -> None:
+        """Start ``name`` again on its port and store, and wait until it is registered."""
+        self.start_broker(name)
+        await self.wait_registered([name])
+
+    async def restart_namesrv(self) -> None:
+        """Stop the name server and start it again on its port (brokers re-register)."""
+        if self.namesrv is not None:
+            self.namesrv.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(self.namesrv.wait, 10)
+        self.start_namesrv()
+        await self.wait_registered(list(self.brokers))
 
     async def create_topic(self, topic: str, queues: int) -> None:
-        """Create the topic and wait until the name server routes it."""
-        await self.conns.stub(self.broker_addr).UpdateAndCreateTopic(
-            broker_pb2.UpdateAndCreateTopicRequest(
-                topic_config=common_pb2.TopicConfig(
-                    topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6
-                )
-            ),
-            timeout=5,
-        )
+        """Create the topic on every broker and wait until the name server routes all of them."""
+        for addr in self.broker_addrs.values():
+            await self.conns.stub(addr).UpdateAndCreateTopic(
+                broker_pb2.UpdateAndCreateTopicRequest(
+                    topic_config=common_pb2.TopicConfig(
+                        topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6
+                    )
+                ),
+                timeout=5,
+            )
         async with NameServerClient(self.namesrv_addr) as ns:
             for _ in range(300):
                 try:
                     route = await ns.get_route_info_by_topic(topic)
-                    if route.queue_datas and route.queue_datas[0].read_queue_nums == queues:
+                    ready = [q for q in route.queue_datas if q.read_queue_nums == queues]
+                    if len(ready) == len(self.broker_addrs):
                         return
                 except Exception:
                     pass
@@ -99,17 +159,20 @@ class BrokerProcesses:
 
     async def stop(self) -> None:
         await self.conns.close()
-        for p in reversed(self.procs):
+        procs = [*self.brokers.values(), *([self.namesrv] if self.namesrv else [])]
+        for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-        for p in reversed(self.procs):
+        for p in procs:
             try:
                 await asyncio.to_thread(p.wait, 10)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        self.brokers.clear()
+        self.namesrv = None
 
-    async def __aenter__(self) -> BrokerProcesses:
+    async def __aenter__(self) -> ProcessCluster:
         try:
             await self.start()
         except BaseException:
@@ -124,3 +187,12 @@ class BrokerProcesses:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+class BrokerProcesses(ProcessCluster):
+    """``mqnamesrv`` and one ``mqbroker`` on loopback, stores under ``root``."""
+
+    def __init__(self, root: Path, *, settings: str = "", broker_name: str = "broker-a") -> None:
+        super().__init__(root, settings=settings, broker_names=[broker_name])
+        self.broker_name = broker_name
+        self.broker_addr = self.broker_addrs[broker_name]

@@ -12,6 +12,7 @@ from aiorocketmq.broker.broker_controller import BrokerController
 from aiorocketmq.broker.config import load_settings
 from aiorocketmq.logs import configure_logging, get_logger
 from aiorocketmq.runtime import run
+from aiorocketmq.trace import tracer
 
 __all__ = ["main"]
 
@@ -27,6 +28,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "-c", "--config", type=Path, help="TOML settings file (RocketMQ names in snake_case)"
     )
     p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--trace", type=Path, help="append the protocol trace (JSONL) to this file (tests, views)"
+    )
     return p.parse_args(argv)
 
 
@@ -56,6 +60,8 @@ async def serve(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(args.log_level)
+    if args.trace is not None:
+        tracer.to_file(args.trace)
     try:
         return run(serve(args))
     except (ValueError, OSError) as e:

@@ -230,7 +230,7 @@ class Producer:
         return topic
 
     async def _send_to(
-        self, mq: MessageQueue, messages: Sequence[Message], timeout: float
+        self, mq: MessageQueue, messages: Sequence[Message], timeout: float, oneway: bool = False
     ) -> SendResult:
         addr = self._broker_addr(mq.topic, mq.broker_name)
         request = broker_pb2.SendMessageRequest(
@@ -258,9 +258,10 @@ class Producer:
         else:
             ids, queue_offset = [], -1
         if tracer.enabled and ids:
+            # A one-way send is marked: nothing acknowledged it to the application.
             tracer.record(
                 "sent", mq=str(MessageQueue.from_proto(response.message_queue)),
-                offset=queue_offset, count=len(ids),
+                offset=queue_offset, count=len(ids), **({"oneway": True} if oneway else {}),
             )
         return SendResult(
             send_status=_STATUS.get(response.send_status, SendStatus.SEND_OK),
@@ -270,7 +271,9 @@ class Producer:
             msg_ids=ids,
         )
 
-    async def _send_default(self, messages: Sequence[Message], timeout: float | None) -> SendResult:
+    async def _send_default(
+        self, messages: Sequence[Message], timeout: float | None, oneway: bool = False
+    ) -> SendResult:
         topic = self._check(messages)
         deadline = time.monotonic() + (timeout or self.send_msg_timeout)
         info = self._publish.get(topic) or await self.update_topic_route(topic)
@@ -293,7 +296,7 @@ class Producer:
             )
             started = time.monotonic()
             try:
-                result = await self._send_to(mq, messages, remaining)
+                result = await self._send_to(mq, messages, remaining, oneway)
             except MQError as e:
                 latency = (time.monotonic() - started) * 1000
                 self.fault.update_fault_item(mq.broker_name, latency, _now_ms(), isolation=True)
@@ -359,7 +362,7 @@ class Producer:
 
         async def one() -> None:
             try:
-                await self._send_default([msg], None)
+                await self._send_default([msg], None, oneway=True)
             except MQError as e:
                 log.warning("oneway send failed", topic=msg.topic, error=str(e))
 

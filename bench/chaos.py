@@ -1,0 +1,525 @@
+"""Randomized fault schedules over a real cluster: is any acknowledged message ever lost?
+
+A *schedule* is a seeded list of steps (``make_schedule``, pure: the same seed gives the same
+schedule on every machine). It runs against a name server and three brokers as processes
+(SYNC_FLUSH: an acknowledged message is on disk) and consumers as processes
+(``aiorocketmq consume``), while this process keeps sending throughout: sync sends, concurrent
+("async") sends, batches and one-way sends. The steps:
+
+- ``join``: one more consumer process; ``leave``: SIGTERM to one (a graceful leave);
+- ``kill_consumer``: SIGKILL to one (its channels close; the brokers notice);
+- ``kill_broker``: SIGKILL to one broker, then start it again on its port and store;
+- ``restart_namesrv``: stop the name server and start it again (brokers re-register);
+- ``notify_off``: NOTIFY_CONSUMER_IDS_CHANGED switched off on every broker for a while
+  (``mqadmin updateBrokerConfig``), so a join or leave meanwhile reaches the group only
+  through the periodic rebalance;
+- ``join_racing_send``: a consumer starts while a message is sent at the same moment.
+
+After the last step the run waits for the group to converge (every queue held by exactly
+one live consumer) and for every acknowledged message to be consumed, then the trace checker
+(``aiorocketmq.trace_check``) decides: **0 acknowledged messages never consumed**; in fenced
+mode no double ownership; duplicates are counted by cause. One-way sends are excluded from the
+loss count (nothing acknowledged them to the application). A failing seed prints itself and
+``python -m bench.chaos --replay SEED`` runs the same schedule again.
+
+``python -m bench.chaos --seeds N [--first S] [--handoff classic|fenced|both]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiorocketmq.logs import configure_logging
+from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.runtime import run
+from aiorocketmq.trace import tracer
+from aiorocketmq.trace_check import TraceReport, check, read_traces
+from bench.procs import ProcessCluster
+
+__all__ = ["STEP_KINDS", "Schedule", "Step", "StepFailed", "main", "make_schedule", "run_schedule"]
+
+STEP_KINDS = (
+    "join",
+    "leave",
+    "kill_consumer",
+    "kill_broker",
+    "restart_namesrv",
+    "notify_off",
+    "join_racing_send",
+)
+# How often each kind is drawn; the constraints in make_schedule come first.
+_WEIGHTS = {
+    "join": 4,
+    "leave": 3,
+    "kill_consumer": 2,
+    "kill_broker": 1,
+    "restart_namesrv": 1,
+    "notify_off": 1,
+    "join_racing_send": 2,
+}
+BROKERS = ("broker-a", "broker-b", "broker-c")
+QUEUES = 4  # per broker
+MAX_CONSUMERS = 4
+REBALANCE_INTERVAL_MS = 2_000  # the periodic rebalance, shrunk as a user would
+SETTLE_TIMEOUT_S = 45.0
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a schedule: wait ``pause_ms``, then do ``kind`` (to ``target``)."""
+
+    index: int
+    kind: str
+    pause_ms: int
+    target: str = ""  # a broker name for kill_broker; which consumer for leave/kill (by rank)
+    duration_ms: int = 0  # notify_off: how long notifications stay off
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    seed: int
+    handoff: str
+    steps: tuple[Step, ...]
+
+    def describe(self) -> str:
+        parts = [
+            f"{s.index}:{s.kind}{'(' + s.target + ')' if s.target else ''}+{s.pause_ms}ms"
+            for s in self.steps
+        ]
+        return f"seed {self.seed} ({self.handoff}): " + ", ".join(parts)
+
+
+def make_schedule(seed: int, handoff: str = "classic", steps: int = 8) -> Schedule:
+    """The schedule of ``seed``: a pure function (``random.Random(seed)``, nothing else).
+
+    Constraints: at least one consumer is always left running (a leave or kill needs two), at
+    most ``MAX_CONSUMERS`` run at once, one broker kill, one name-server restart and one
+    notify-off per schedule, and every fault kind drawn at least once across a few seeds.
+    """
+    rng = random.Random(seed)
+    live = 1  # the first consumer is started before the schedule
+    once = {"kill_broker", "restart_namesrv", "notify_off"}
+    used: set[str] = set()
+    out: list[Step] = []
+    for index in range(steps):
+        allowed = []
+        for kind, weight in _WEIGHTS.items():
+            if kind in once and kind in used:
+                continue
+            if kind in ("leave", "kill_consumer") and live < 2:
+                continue
+            if kind in ("join", "join_racing_send") and live >= MAX_CONSUMERS:
+                continue
+            allowed += [kind] * weight
+        kind = rng.choice(allowed)
+        used.add(kind)
+        pause = rng.randint(300, 1500)
+        target = ""
+        duration = 0
+        if kind == "kill_broker":
+            target = rng.choice(BROKERS)
+        elif kind in ("leave", "kill_consumer"):
+            target = str(rng.randrange(live))
+            live -= 1
+        elif kind in ("join", "join_racing_send"):
+            live += 1
+        elif kind == "notify_off":
+            duration = rng.randint(1000, 3000)
+        out.append(Step(index, kind, pause, target, duration))
+    return Schedule(seed, handoff, tuple(out))
+
+
+class StepFailed(AssertionError):
+    """A step could not run: the seed and the step say which, so it can be replayed."""
+
+    def __init__(self, schedule: Schedule, step: Step | None, reason: str) -> None:
+        where = f"step {step.index} ({step.kind})" if step is not None else "setup"
+        super().__init__(
+            f"chaos seed {schedule.seed} ({schedule.handoff}) failed at {where}: {reason}\n"
+            f"  {schedule.describe()}\n"
+            f"  replay: python -m bench.chaos --replay {schedule.seed} --handoff {schedule.handoff}"
+        )
+
+
+class ConsumerProc:
+    """``aiorocketmq consume`` in its own process, with its trace in a file."""
+
+    def __init__(
+        self, namesrv: str, group: str, topic: str, name: str, root: Path, handoff: str
+    ) -> None:
+        self.name = name
+        self.trace = root / f"trace-{name}.jsonl"
+        self.stderr_path = root / f"{name}.stderr"
+        self.client_id = ""
+        self._stderr = self.stderr_path.open("wb")
+        self.proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "aiorocketmq"),
+                "consume",
+                "-n",
+                namesrv,
+                "-g",
+                group,
+                "-t",
+                topic,
+                "--instance-name",
+                name,
+                "--trace",
+                str(self.trace),
+                "--handoff",
+                handoff,
+                "--rebalance-interval-ms",
+                str(REBALANCE_INTERVAL_MS),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            env=os.environ.copy(),
+        )
+
+    async def started(self, timeout: float = 30.0) -> str:
+        """The client id once the process says it started; RuntimeError if it did not."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.stderr_path.read_text(errors="replace")
+            if "consumer started" in text:
+                self.client_id = text.split("client_id=", 1)[1].split()[0]
+                return self.client_id
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"consumer {self.name} exited: {text[-500:]}")
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"consumer {self.name} did not start in {timeout:.0f}s")
+
+    async def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            await asyncio.to_thread(self.proc.wait, 20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            await asyncio.to_thread(self.proc.wait, 5)
+        self._stderr.close()
+
+
+@dataclass
+class RunResult:
+    """What one schedule showed."""
+
+    schedule: Schedule
+    sent: int = 0
+    oneway: int = 0
+    lost: list[str] = field(default_factory=list)
+    duplicates: dict[str, int] = field(default_factory=dict)
+    double_ownership_ms: int = 0
+    converge_ms: float = 0.0
+    converged: bool = False
+    report: TraceReport | None = None
+
+    def failures(self) -> list[str]:
+        """Why this schedule fails the no-loss rules (empty when it passes)."""
+        out = []
+        if self.lost:
+            out.append(f"{len(self.lost)} acknowledged messages never consumed: {self.lost[:5]}")
+        if not self.converged:
+            out.append(f"the group did not converge within {SETTLE_TIMEOUT_S:.0f}s")
+        if self.schedule.handoff == "fenced" and self.double_ownership_ms:
+            out.append(f"double ownership in fenced mode: {self.double_ownership_ms} ms")
+        if self.schedule.handoff == "fenced" and self.duplicates.get("graceful"):
+            out.append(f"duplicates across graceful steps: {self.duplicates['graceful']}")
+        return out
+
+
+class _Sender:
+    """Sends throughout the schedule: sync, concurrent, batch and one-way, unique bodies."""
+
+    def __init__(self, producer: Producer, topic: str, rng: random.Random) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.rng = rng
+        self.seq = 0
+        self.acked = 0
+        self.oneway = 0
+        self.errors = 0
+        self._inflight: set[asyncio.Task[None]] = set()
+
+    def _msg(self) -> Message:
+        self.seq += 1
+        return Message(self.topic, f"m{self.seq}".encode())
+
+    async def send_one(self) -> None:
+        """A sync send (the acknowledged kind the start race loses)."""
+        try:
+            await self.producer.send(self._msg())
+            self.acked += 1
+        except MQError:
+            self.errors += 1  # not acknowledged: the application knows it failed
+
+    async def _async_send(self) -> None:
+        try:
+            await self.producer.send(self._msg())
+            self.acked += 1
+        except MQError:
+            self.errors += 1
+
+    async def loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            kind = self.rng.choice(("sync", "sync", "async", "batch", "oneway"))
+            if kind == "sync":
+                await self.send_one()
+            elif kind == "async":
+                task = asyncio.create_task(self._async_send())
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+            elif kind == "batch":
+                try:
+                    result = await self.producer.send_batch([self._msg() for _ in range(5)])
+                    self.acked += len(result.msg_ids)
+                except MQError:
+                    self.errors += 1
+            else:
+                await self.producer.send_oneway(self._msg())
+                self.oneway += 1
+            await asyncio.sleep(0.02)
+        await asyncio.gather(*self._inflight, return_exceptions=True)
+
+
+def _oneway_keys(records: list[dict[str, Any]]) -> set[str]:
+    return {
+        f"{r['mq']}@{r['offset'] + i}"
+        for r in records
+        if r["event"] == "sent" and r.get("oneway")
+        for i in range(r.get("count", 1))
+    }
+
+
+async def _set_notify(cluster: ProcessCluster, enabled: bool) -> None:
+    """``mqadmin updateBrokerConfig`` on every broker: notifyConsumerIdsChangedEnable."""
+    for addr in cluster.broker_addrs.values():
+        proc = await asyncio.create_subprocess_exec(
+            str(Path(sys.executable).parent / "mqadmin"),
+            "updateBrokerConfig",
+            "-n",
+            cluster.namesrv_addr,
+            "-b",
+            addr,
+            "-k",
+            "notifyConsumerIdsChangedEnable",
+            "-v",
+            "true" if enabled else "false",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"updateBrokerConfig on {addr}: {err.decode().strip()}")
+
+
+async def run_schedule(cluster: ProcessCluster, schedule: Schedule, root: Path) -> RunResult:
+    """Run ``schedule`` on ``cluster`` (a fresh topic and group) and check the trace."""
+    tag = f"s{schedule.seed}{schedule.handoff[0]}"
+    topic, group = f"Chaos{tag}", f"chaos_{tag}"
+    work = root / tag
+    work.mkdir(parents=True, exist_ok=True)
+    result = RunResult(schedule)
+    try:
+        await cluster.create_topic(topic, QUEUES)
+    except Exception as e:
+        raise StepFailed(schedule, None, f"create topic: {e}") from e
+    producer_trace = work / "trace-producer.jsonl"
+    tracer.to_file(producer_trace)
+    consumers: list[ConsumerProc] = []
+    gone: list[ConsumerProc] = []
+    rng = random.Random(schedule.seed)
+    stop = asyncio.Event()
+    counter = 0
+
+    async def new_consumer() -> ConsumerProc:
+        nonlocal counter
+        counter += 1
+        c = ConsumerProc(
+            cluster.namesrv_addr, group, topic, f"{tag}c{counter}", work, schedule.handoff
+        )
+        consumers.append(c)
+        await c.started()
+        return c
+
+    producer = Producer(f"chaos_producer_{tag}", cluster.namesrv_addr, retry_times_when_send_failed=4)
+    step: Step | None = None
+    try:
+        await producer.start()
+        await new_consumer()
+        sender = _Sender(producer, topic, rng)
+        await sender.send_one()  # the first message right after the first start() returned
+        send_task = asyncio.create_task(sender.loop(stop))
+        for step in schedule.steps:
+            await asyncio.sleep(step.pause_ms / 1000)
+            try:
+                if step.kind == "join":
+                    await new_consumer()
+                elif step.kind == "join_racing_send":
+                    c = ConsumerProc(
+                        cluster.namesrv_addr, group, topic, f"{tag}c{counter + 1}", work,
+                        schedule.handoff,
+                    )
+                    counter += 1
+                    consumers.append(c)
+                    await sender.send_one()
+                    await c.started()
+                elif step.kind in ("leave", "kill_consumer"):
+                    victim = consumers.pop(int(step.target) % len(consumers))
+                    await victim.stop(signal.SIGTERM if step.kind == "leave" else signal.SIGKILL)
+                    gone.append(victim)
+                elif step.kind == "kill_broker":
+                    await cluster.kill_broker(step.target)
+                    await asyncio.sleep(0.3)
+                    await cluster.restart_broker(step.target)
+                elif step.kind == "restart_namesrv":
+                    await cluster.restart_namesrv()
+                elif step.kind == "notify_off":
+                    await _set_notify(cluster, False)
+                    await asyncio.sleep(step.duration_ms / 1000)
+                    await _set_notify(cluster, True)
+            except Exception as e:
+                raise StepFailed(schedule, step, f"{type(e).__name__}: {e}") from e
+        step = None
+        last_step_ms = int(time.time() * 1000)
+        await asyncio.sleep(1.0)
+        stop.set()
+        await send_task
+        last_step_at = time.monotonic()
+        result.sent, result.oneway = sender.acked, sender.oneway
+        paths = [producer_trace, *(c.trace for c in consumers + gone)]
+        paths += [cluster.trace_file(b) for b in BROKERS]
+        live = {c.client_id for c in consumers}
+        deadline = last_step_at + SETTLE_TIMEOUT_S
+        report: TraceReport | None = None
+        oneway: set[str] = set()
+        while time.monotonic() < deadline:
+            records = read_traces(p for p in paths if p.exists())
+            report = check(records, group=group, topic=topic)
+            oneway = _oneway_keys(records)
+            holders = report.holders_now()
+            settled = len(holders) == len(BROKERS) * QUEUES and all(
+                len(ids) == 1 and ids[0] in live for ids in holders.values()
+            )
+            lost = [k for k in report.never_consumed if k not in oneway]
+            if settled and not lost:
+                result.converged = True
+                break
+            await asyncio.sleep(0.25)
+        assert report is not None
+        # Converged at the last change of who holds what (from the trace), after the last step.
+        changes = [
+            t
+            for hs in report.holdings.values()
+            for h in hs
+            for t in (h.start, h.end)
+            if t is not None
+        ]
+        result.converge_ms = max(0, max(changes, default=last_step_ms) - last_step_ms)
+        result.report = report
+        result.lost = [k for k in report.never_consumed if k not in oneway]
+        result.duplicates = dict(report.duplicate_causes)
+        result.double_ownership_ms = report.total_double_ownership_ms
+    finally:
+        stop.set()
+        for c in consumers:
+            await c.stop()
+        await producer.shutdown()
+        tracer.close_file()
+    return result
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def format_table(results: list[RunResult]) -> str:
+    """The summary: schedules, steps, messages, lost, duplicates by cause, convergence."""
+    lines = [
+        f"{'handoff':8} {'schedules':>9} {'steps':>6} {'messages':>9} {'lost':>5} "
+        f"{'dup crash':>9} {'dup other':>9} {'double ms':>9} {'conv p50':>9} {'conv p99':>9}"
+    ]
+    for handoff in ("classic", "fenced"):
+        rs = [r for r in results if r.schedule.handoff == handoff]
+        if not rs:
+            continue
+        conv = [r.converge_ms for r in rs]
+        lines.append(
+            f"{handoff:8} {len(rs):9d} {sum(len(r.schedule.steps) for r in rs):6d} "
+            f"{sum(r.sent for r in rs):9d} {sum(len(r.lost) for r in rs):5d} "
+            f"{sum(r.duplicates.get('crash', 0) for r in rs):9d} "
+            f"{sum(r.duplicates.get('graceful', 0) for r in rs):9d} "
+            f"{sum(r.double_ownership_ms for r in rs):9d} "
+            f"{_percentile(conv, 0.5) / 1000:8.1f}s {_percentile(conv, 0.99) / 1000:8.1f}s"
+        )
+    kinds = Counter(s.kind for r in results for s in r.schedule.steps)
+    lines.append("steps by kind: " + json.dumps(dict(sorted(kinds.items()))))
+    return "\n".join(lines)
+
+
+async def run_seeds(seeds: list[int], handoffs: list[str], root: Path) -> list[RunResult]:
+    """Every seed in every handoff mode on one cluster (each schedule on its own topic)."""
+    results: list[RunResult] = []
+    async with ProcessCluster(
+        root / "cluster", brokers=len(BROKERS), settings='flush_disk_type = "SYNC_FLUSH"\n',
+        broker_names=list(BROKERS), trace=True,
+    ) as cluster:
+        for seed in seeds:
+            for handoff in handoffs:
+                schedule = make_schedule(seed, handoff)
+                result = await run_schedule(cluster, schedule, root)
+                results.append(result)
+                status = "ok" if not result.failures() else "FAIL: " + "; ".join(result.failures())
+                print(
+                    f"{schedule.describe()}\n  sent {result.sent}, converged in "
+                    f"{result.converge_ms / 1000:.1f}s, duplicates {result.duplicates}: {status}",
+                    flush=True,
+                )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=5, help="how many seeds")
+    p.add_argument("--first", type=int, default=0, help="the first seed")
+    p.add_argument("--replay", type=int, help="run this one seed (as a failure printed it)")
+    p.add_argument("--handoff", choices=("classic", "fenced", "both"), default="both")
+    args = p.parse_args(argv)
+    configure_logging("ERROR")
+    seeds = [args.replay] if args.replay is not None else list(
+        range(args.first, args.first + args.seeds)
+    )
+    handoffs = ["classic", "fenced"] if args.handoff == "both" else [args.handoff]
+    with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+        results = run(run_seeds(seeds, handoffs, Path(tmp)))
+    print()
+    print(format_table(results))
+    failed = [r for r in results if r.failures()]
+    for r in failed:
+        print(f"FAILED seed {r.schedule.seed} ({r.schedule.handoff}): {'; '.join(r.failures())}")
+    conv = [r.converge_ms for r in results]
+    if conv:
+        print(f"convergence mean {statistics.mean(conv) / 1000:.1f}s over {len(conv)} schedules")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

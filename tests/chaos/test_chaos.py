@@ -1,0 +1,79 @@
+"""Randomized fault schedules (``bench.chaos``) over a real cluster: nothing acknowledged is lost.
+
+A fixed set of seeds runs in CI in both handoff modes; ``python -m bench.chaos --seeds N`` runs
+many. The schedules themselves are pure, so their rules are checked without a cluster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.chaos import (
+    BROKERS,
+    MAX_CONSUMERS,
+    STEP_KINDS,
+    Schedule,
+    Step,
+    StepFailed,
+    make_schedule,
+    run_schedule,
+    run_seeds,
+)
+from bench.procs import ProcessCluster
+
+# Seeds whose schedules together draw every kind of step (checked below).
+CI_SEEDS = [2, 4]
+
+
+def test_a_seed_always_gives_the_same_schedule() -> None:
+    assert make_schedule(7) == make_schedule(7)
+    assert make_schedule(7) != make_schedule(8)
+    assert make_schedule(7, "fenced").steps == make_schedule(7, "classic").steps
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_schedules_keep_a_consumer_and_fault_each_thing_once(seed: int) -> None:
+    schedule = make_schedule(seed)
+    live = 1
+    for step in schedule.steps:
+        if step.kind in ("leave", "kill_consumer"):
+            live -= 1
+        elif step.kind in ("join", "join_racing_send"):
+            live += 1
+        assert 1 <= live <= MAX_CONSUMERS, schedule.describe()
+        assert 300 <= step.pause_ms <= 1500
+    for kind in ("kill_broker", "restart_namesrv", "notify_off"):
+        assert sum(s.kind == kind for s in schedule.steps) <= 1
+    assert all(s.target in BROKERS for s in schedule.steps if s.kind == "kill_broker")
+
+
+def test_the_ci_seeds_draw_every_kind_of_step() -> None:
+    kinds = {s.kind for seed in CI_SEEDS for s in make_schedule(seed).steps}
+    assert kinds == set(STEP_KINDS)
+
+
+@pytest.mark.process
+@pytest.mark.timeout(900)
+async def test_fault_schedules_lose_no_acknowledged_message(tmp_path: Path) -> None:
+    results = await run_seeds(CI_SEEDS, ["classic", "fenced"], tmp_path)
+    failures = [
+        f"{r.schedule.describe()}: {'; '.join(r.failures())}" for r in results if r.failures()
+    ]
+    assert not failures, "\n".join(failures)
+    assert all(r.sent > 100 for r in results)
+
+
+@pytest.mark.process
+@pytest.mark.timeout(300)
+async def test_a_step_that_cannot_run_fails_with_its_seed_and_step(tmp_path: Path) -> None:
+    bad = Schedule(99, "classic", (Step(0, "join", 300), Step(1, "kill_broker", 300, "broker-z")))
+    async with ProcessCluster(
+        tmp_path / "cluster", broker_names=list(BROKERS), trace=True
+    ) as cluster:
+        with pytest.raises(StepFailed) as failed:
+            await run_schedule(cluster, bad, tmp_path)
+    text = str(failed.value)
+    assert "seed 99" in text and "step 1 (kill_broker)" in text
+    assert "--replay 99" in text
