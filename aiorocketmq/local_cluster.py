@@ -7,6 +7,7 @@ same settings a user would set (``broker_overrides``), and stops everything on e
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -14,8 +15,12 @@ from typing import Any
 
 from aiorocketmq.broker.broker_controller import BrokerController
 from aiorocketmq.broker.config import load_settings
+from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.nameserver.config import NamesrvConfig
 from aiorocketmq.nameserver.service import NameServer
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 
 __all__ = ["LocalCluster"]
 
@@ -69,6 +74,35 @@ class LocalCluster:
             broker = self.new_broker(i)
             await broker.start()
             self.broker_list.append(broker)
+
+    async def create_topic(
+        self, topic: str, queues: int = 8, *, perm: int = 6, timeout: float = 10.0
+    ) -> None:
+        """Create ``topic`` with ``queues`` read and write queues on every broker, and wait until
+        the name server routes it on all of them (``TimeoutError`` after ``timeout`` s)."""
+        config = common_pb2.TopicConfig(
+            topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=perm
+        )
+        conns = BrokerConnections()
+        try:
+            for broker in self.broker_list:
+                await conns.stub(broker.address).UpdateAndCreateTopic(
+                    broker_pb2.UpdateAndCreateTopicRequest(topic_config=config), timeout=timeout
+                )
+        finally:
+            await conns.close()
+        async with NameServerClient(self.namesrv_addr) as ns:
+            async with asyncio.timeout(timeout):
+                while True:
+                    try:
+                        route = await ns.get_route_info_by_topic(topic)
+                    except MQError:
+                        route = None
+                    if route is not None and len(
+                        [q for q in route.queue_datas if q.read_queue_nums == queues]
+                    ) == len(self.broker_list):
+                        return
+                    await asyncio.sleep(0.02)
 
     async def restart_broker(self, name: str) -> BrokerController:
         """Stop a broker and start it again on the same port and store."""

@@ -180,9 +180,16 @@ class MQClientInstance:
         self.rebalance_service.wakeup()
 
     async def do_rebalance(self) -> bool:
-        """Every registered consumer rebalances; balanced only if all are."""
+        """Every registered consumer rebalances; balanced only if all are.
+
+        A subscribed topic whose route is still unknown is looked up first (ours: RocketMQ
+        waits for the 30 s route poll). The retry topic is the usual case: the broker creates
+        it at the group's first heartbeat, after the consumer fetched its routes.
+        """
         balanced = True
         for consumer in list(self.consumer_table.values()):
+            for topic in sorted(consumer.subscribed_topics() - set(self.topic_route_table)):
+                await self.update_topic_route_info_from_name_server(topic)
             try:
                 balanced = await consumer.do_rebalance() and balanced
             except Exception:

@@ -12,7 +12,17 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
-__all__ = ["BIN", "capture_logs", "free_port", "mqadmin", "wait_until", "wait_until_sync"]
+from aiorocketmq.consumer.client_config import ClientConfig
+
+__all__ = [
+    "BIN",
+    "capture_logs",
+    "fast_client_config",
+    "free_port",
+    "mqadmin",
+    "wait_until",
+    "wait_until_sync",
+]
 
 # The venv's console scripts (mqnamesrv, mqbroker, mqadmin, aiorocketmq).
 BIN = Path(sys.executable).parent
@@ -43,6 +53,11 @@ def capture_logs(logger: str = "aiorocketmq") -> Iterator[list[dict[str, object]
     finally:
         target.removeHandler(handler)
         target.setLevel(saved)
+
+
+def fast_client_config() -> ClientConfig:
+    """RocketMQ's client timings, shrunk where a test would otherwise wait on a timer."""
+    return ClientConfig(persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000)
 
 
 def free_port() -> int:

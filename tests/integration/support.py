@@ -11,47 +11,11 @@ from aiorocketmq.consumer import (
     MessageExt,
     PushConsumer,
 )
-from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.local_cluster import LocalCluster
-from aiorocketmq.nameserver.client import NameServerClient
-from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.message_queue import MessageQueue
-from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
-from tests.helpers import wait_until
+from tests.helpers import fast_client_config
 
-__all__ = ["Received", "create_topic", "fast_client_config", "new_consumer"]
-
-
-async def create_topic(cluster: LocalCluster, topic: str, queues: int = 8) -> None:
-    """Create ``topic`` on every broker and wait until the name server routes all of them."""
-    conns = BrokerConnections()
-    try:
-        for b in cluster.broker_list:
-            await conns.stub(b.address).UpdateAndCreateTopic(
-                broker_pb2.UpdateAndCreateTopicRequest(
-                    topic_config=common_pb2.TopicConfig(
-                        topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6
-                    )
-                ),
-                timeout=3,
-            )
-    finally:
-        await conns.close()
-    async with NameServerClient(cluster.namesrv_addr) as ns:
-
-        async def routed() -> bool:
-            try:
-                route = await ns.get_route_info_by_topic(topic)
-            except Exception:
-                return False
-            return len(route.queue_datas) == len(cluster.broker_list)
-
-        await wait_until(routed, message=f"route of {topic} on every broker")
-
-
-def fast_client_config() -> ClientConfig:
-    """RocketMQ's timings, shrunk where a test would otherwise wait on a timer."""
-    return ClientConfig(persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000)
+__all__ = ["Received", "fast_client_config", "new_consumer"]
 
 
 @dataclass

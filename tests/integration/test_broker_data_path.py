@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -19,13 +18,7 @@ from aiorocketmq.protocol.record import create_message_ids, decode_records, pars
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 
-FAST = {"register_name_server_period_ms": 200, "flush_consumer_offset_interval_ms": 100}
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path, brokers=1, broker_overrides=FAST) as c:
-        yield c
+pytestmark = pytest.mark.cluster(brokers=1)
 
 
 @pytest.fixture
@@ -33,17 +26,6 @@ async def stub(cluster: LocalCluster) -> AsyncIterator[Any]:
     conns = BrokerConnections()
     yield conns.stub(cluster.broker_list[0].address)
     await conns.close()
-
-
-async def create_topic(stub: Any, topic: str, queues: int = 4) -> None:
-    await stub.UpdateAndCreateTopic(
-        broker_pb2.UpdateAndCreateTopicRequest(
-            topic_config=common_pb2.TopicConfig(
-                topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6
-            )
-        ),
-        timeout=3,
-    )
 
 
 def send_request(
@@ -72,8 +54,8 @@ def pull_request(
     )
 
 
-async def test_send_batch_then_pull_returns_it_in_order(stub: Any) -> None:
-    await create_topic(stub, "T1")
+async def test_send_batch_then_pull_returns_it_in_order(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("T1", 4)
     sent = await stub.SendMessage(send_request("T1", 2, [b"m%d" % i for i in range(5)]), timeout=3)
     assert [r.queue_offset for r in sent.results] == [0, 1, 2, 3, 4]
     assert len({r.msg_id for r in sent.results}) == 5 and all(
@@ -89,10 +71,10 @@ async def test_send_batch_then_pull_returns_it_in_order(stub: Any) -> None:
     assert got.messages[0].msg_id == sent.results[0].msg_id
 
 
-async def test_compact_send_result_and_raw_records_agree_with_the_classic_answers(
+async def test_compact_send_result_and_raw_records_agree_with_the_classic_answers(cluster: LocalCluster,
     stub: Any,
 ) -> None:
-    await create_topic(stub, "TRaw")
+    await cluster.create_topic("TRaw", 4)
     classic = await stub.SendMessage(send_request("TRaw", 1, [b"c0", b"c1"]), timeout=3)
     assert classic.results and not classic.commit_log_offsets  # old clients: unchanged
     request = send_request("TRaw", 1, [b"r%d" % i for i in range(5)], tags="TagR")
@@ -123,8 +105,8 @@ async def test_compact_send_result_and_raw_records_agree_with_the_classic_answer
     assert empty.status == broker_pb2.NO_NEW_MSG and empty.records == b""
 
 
-async def test_compact_send_with_delayed_messages_answers_each_result(stub: Any) -> None:
-    await create_topic(stub, "TDelay")
+async def test_compact_send_with_delayed_messages_answers_each_result(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("TDelay", 4)
     request = send_request("TDelay", 0, [b"now", b"later"])
     request.messages[1].delay_time_level = 3  # 10 s
     request.compact_result = True
@@ -135,8 +117,8 @@ async def test_compact_send_with_delayed_messages_answers_each_result(stub: Any)
     assert [m.body for m in decode_records(got.records)] == [b"now"]
 
 
-async def test_long_poll_is_answered_when_a_message_arrives(stub: Any) -> None:
-    await create_topic(stub, "T2")
+async def test_long_poll_is_answered_when_a_message_arrives(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("T2", 4)
     pull = asyncio.ensure_future(
         stub.PullMessage(
             pull_request("T2", 0, 0, suspend=True, suspend_timeout_millis=20_000), timeout=30
@@ -148,16 +130,16 @@ async def test_long_poll_is_answered_when_a_message_arrives(stub: Any) -> None:
     assert got.status == broker_pb2.FOUND and [m.body for m in got.messages] == [b"late"]
 
 
-async def test_long_poll_times_out_with_no_new_message(stub: Any) -> None:
-    await create_topic(stub, "T3")
+async def test_long_poll_times_out_with_no_new_message(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("T3", 4)
     got = await stub.PullMessage(
         pull_request("T3", 0, 0, suspend=True, suspend_timeout_millis=100), timeout=5
     )
     assert got.status == broker_pb2.NO_NEW_MSG and got.next_begin_offset == 0
 
 
-async def test_tag_filtering(stub: Any) -> None:
-    await create_topic(stub, "T4")
+async def test_tag_filtering(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("T4", 4)
     await stub.SendMessage(send_request("T4", 0, [b"a1", b"a2"], tags="TagA"), timeout=3)
     await stub.SendMessage(send_request("T4", 0, [b"b1"], tags="TagB"), timeout=3)
     await stub.SendMessage(send_request("T4", 0, [b"c1"], tags="TagC"), timeout=3)
@@ -171,15 +153,15 @@ async def test_tag_filtering(stub: Any) -> None:
     assert none.status == broker_pb2.NO_MATCHED_MSG and none.next_begin_offset == 4
 
 
-async def test_offset_illegal_beyond_the_end(stub: Any) -> None:
-    await create_topic(stub, "T5")
+async def test_offset_illegal_beyond_the_end(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("T5", 4)
     await stub.SendMessage(send_request("T5", 0, [b"x"]), timeout=3)
     got = await stub.PullMessage(pull_request("T5", 0, 9), timeout=3)
     assert got.status == broker_pb2.OFFSET_ILLEGAL and got.next_begin_offset == 1
 
 
-async def test_consumer_offsets_query_update_and_young_queue_rule(stub: Any) -> None:
-    await create_topic(stub, "T6")
+async def test_consumer_offsets_query_update_and_young_queue_rule(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("T6", 4)
     await stub.SendMessage(send_request("T6", 1, [b"x", b"y"]), timeout=3)
     q = broker_pb2.QueryConsumerOffsetRequest(consumer_group="g", topic="T6", queue_id=1)
     with pytest.raises(grpc.aio.AioRpcError) as e:
@@ -200,8 +182,8 @@ async def test_consumer_offsets_query_update_and_young_queue_rule(stub: Any) -> 
     assert (mn.offset, mx.offset) == (0, 2)
 
 
-async def test_pull_commit_offset_piggyback(stub: Any) -> None:
-    await create_topic(stub, "T7")
+async def test_pull_commit_offset_piggyback(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("T7", 4)
     await stub.SendMessage(send_request("T7", 0, [b"x"]), timeout=3)
     await stub.PullMessage(
         pull_request("T7", 0, 1, commit_offset_enabled=True, commit_offset=1), timeout=3
@@ -214,7 +196,7 @@ async def test_offsets_survive_a_broker_restart(cluster: LocalCluster) -> None:
     conns = BrokerConnections()
     try:
         stub = conns.stub(cluster.broker_list[0].address)
-        await create_topic(stub, "T8")
+        await cluster.create_topic("T8", 4)
         await stub.SendMessage(send_request("T8", 0, [b"a", b"b", b"c"]), timeout=3)
         await stub.UpdateConsumerOffset(
             broker_pb2.UpdateConsumerOffsetRequest(
@@ -239,7 +221,7 @@ async def test_broker_registers_its_topics_with_the_name_server(
 ) -> None:
     from aiorocketmq.nameserver.client import NameServerClient
 
-    await create_topic(stub, "Routed", queues=3)
+    await cluster.create_topic("Routed", 3)
     async with NameServerClient(cluster.namesrv_addr) as ns:
 
         async def routed() -> bool:
@@ -268,7 +250,7 @@ async def test_bad_input_gets_clear_statuses_and_the_broker_keeps_serving(
     cluster.broker_list[0].config.auto_create_topic_enable = False
     code, details, rc = await _status(stub.SendMessage(send_request("Nope", -1, [b"x"]), timeout=3))
     assert code == grpc.StatusCode.NOT_FOUND and "Nope" in details and rc == "17"
-    await create_topic(stub, "Bad", queues=2)
+    await cluster.create_topic("Bad", 2)
     big = b"x" * (4 * 1024 * 1024 + 1)
     code, details, _ = await _status(stub.SendMessage(send_request("Bad", 0, [big]), timeout=10))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "4194304" in details
@@ -304,8 +286,8 @@ def body_request(topic: str, queue_id: int, messages: list[Message]) -> broker_p
     )
 
 
-async def test_a_batch_body_is_stored_like_the_same_messages(stub: Any) -> None:
-    await create_topic(stub, "TBody")
+async def test_a_batch_body_is_stored_like_the_same_messages(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("TBody", 4)
     messages = [
         Message("TBody", b"b%d" % i, tags="TagB" if i % 2 else None, keys=f"k{i}",
                 properties={"p": str(i)})
@@ -324,8 +306,8 @@ async def test_a_batch_body_is_stored_like_the_same_messages(stub: Any) -> None:
     assert [m.body for m in decode_records(tagged.records)] == [b"b1", b"b3", b"b5"]
 
 
-async def test_a_batch_body_with_a_delay_level_takes_the_delayed_path(stub: Any) -> None:
-    await create_topic(stub, "TBodyDelay")
+async def test_a_batch_body_with_a_delay_level_takes_the_delayed_path(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("TBodyDelay", 4)
     request = body_request(
         "TBodyDelay", 0, [Message("TBodyDelay", b"now"), Message("TBodyDelay", b"later",
                                                                    delay_time_level=3)]
@@ -336,8 +318,8 @@ async def test_a_batch_body_with_a_delay_level_takes_the_delayed_path(stub: Any)
     assert [m.body for m in decode_records(got.records)] == [b"now"]
 
 
-async def test_a_bad_batch_body_gets_a_clear_status_and_nothing_is_stored(stub: Any) -> None:
-    await create_topic(stub, "TBodyBad", queues=1)
+async def test_a_bad_batch_body_gets_a_clear_status_and_nothing_is_stored(cluster: LocalCluster, stub: Any) -> None:
+    await cluster.create_topic("TBodyBad", 1)
     good = encode_batch([Message("TBodyBad", b"one"), Message("TBodyBad", b"two")])
     request = body_request("TBodyBad", 0, [])
     request.batch_body = good + b"\x00\x00\x00"

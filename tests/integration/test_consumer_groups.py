@@ -27,7 +27,6 @@ from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 from tests.integration.protocol_client import ProtocolClient, heartbeat_request, mq, response_code
-from tests.integration.support import create_topic
 
 TOPIC = "GroupTopic"
 G = "g"
@@ -38,7 +37,7 @@ BARRIER_QUEUE = mq(TOPIC, 3)
 @asynccontextmanager
 async def one_broker(tmp_path: Path, **overrides: Any) -> AsyncIterator[LocalCluster]:
     async with LocalCluster(tmp_path, brokers=1, broker_overrides=overrides) as cluster:
-        await create_topic(cluster, TOPIC, queues=4)
+        await cluster.create_topic(TOPIC, 4)
         yield cluster
 
 
@@ -114,7 +113,7 @@ async def test_second_client_joining_notifies_both_and_is_listed(tmp_path: Path)
 
 async def test_subscribing_another_topic_notifies_the_group(tmp_path: Path) -> None:
     async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
-        await create_topic(cluster, "OtherTopic", queues=2)
+        await cluster.create_topic("OtherTopic", 2)
         c1 = await cs.join("c1")
         c2 = await cs.join("c2")
         await c1.expect_notify(G)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -13,18 +11,12 @@ from aiorocketmq.consumer import ConsumeFromWhere, LitePullConsumer
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
 from tests.helpers import wait_until
-from tests.integration.support import create_topic, fast_client_config
+from tests.integration.support import fast_client_config
 
 TOPIC = "FencedLite"
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(
-        tmp_path, brokers=2, broker_overrides={"register_name_server_period_ms": 300}
-    ) as c:
-        await create_topic(c, TOPIC, queues=4)
-        yield c
+pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=4)
 
 
 def lite(cluster: LocalCluster, name: str) -> LitePullConsumer:

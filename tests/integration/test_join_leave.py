@@ -9,7 +9,6 @@ comes from the notification path, except where a case switches notifications off
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,11 @@ from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.protocol.errors import MQError
 from tests.helpers import wait_until
 from tests.integration.join_leave import Scenario
-from tests.integration.support import create_topic
 
 TOPIC = "JoinLeave"
-FAST = {"register_name_server_period_ms": 300, "flush_consumer_offset_interval_ms": 200}
+pytestmark = pytest.mark.cluster(brokers=3, topic=TOPIC, queues=8)
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path / "cluster", brokers=3, broker_overrides=FAST) as c:
-        await create_topic(c, TOPIC, queues=8)
-        yield c
 
 
 def scenario(cluster: LocalCluster, tmp_path: Path, handoff: str, **kw: object) -> Scenario:
@@ -126,7 +119,7 @@ async def test_join_then_leave(cluster: LocalCluster, tmp_path: Path, handoff: s
 async def test_more_consumers_than_queues(
     cluster: LocalCluster, tmp_path: Path, handoff: str
 ) -> None:
-    await create_topic(cluster, "FewQueues", queues=1)  # 3 queues over 3 brokers
+    await cluster.create_topic("FewQueues", 1)  # 3 queues over 3 brokers
     s = Scenario(cluster, tmp_path, "FewQueues", group="few", handoff=handoff)
     async with s:
         s.start_producing()
@@ -217,23 +210,25 @@ async def test_name_server_down_for_a_while(
 
 
 @HANDOFF
-async def test_notifications_switched_off_still_converge(tmp_path: Path, handoff: str) -> None:
-    overrides = {**FAST, "notify_consumer_ids_changed_enable": False}
-    async with LocalCluster(tmp_path / "cluster", brokers=3, broker_overrides=overrides) as cluster:
-        await create_topic(cluster, TOPIC, queues=8)
-        s = scenario(
-            cluster, tmp_path, handoff, client_config=ClientConfig(rebalance_wait_interval_ms=1_000)
-        )
-        async with s:
-            s.start_producing()
-            await s.join("c0")
-            await s.join("c1")
-            await s.settle()
-            await s.join("c2")
-            await s.settle()
-            await s.leave("c0")
-            await s.settle()
-            report = await s.all_consumed()
-            for b in cluster.broker_list:
-                assert b.client.listener.notifications_sent == 0
-            s.record("notifications switched off (periodic rebalance 1 s)", report)
+@pytest.mark.cluster(
+    brokers=3, topic=TOPIC, queues=8, overrides={"notify_consumer_ids_changed_enable": False}
+)
+async def test_notifications_switched_off_still_converge(
+    cluster: LocalCluster, tmp_path: Path, handoff: str
+) -> None:
+    s = scenario(
+        cluster, tmp_path, handoff, client_config=ClientConfig(rebalance_wait_interval_ms=1_000)
+    )
+    async with s:
+        s.start_producing()
+        await s.join("c0")
+        await s.join("c1")
+        await s.settle()
+        await s.join("c2")
+        await s.settle()
+        await s.leave("c0")
+        await s.settle()
+        report = await s.all_consumed()
+        for b in cluster.broker_list:
+            assert b.client.listener.notifications_sent == 0
+        s.record("notifications switched off (periodic rebalance 1 s)", report)

@@ -20,20 +20,15 @@ from aiorocketmq.consumer import (
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
 from tests.helpers import wait_until
-from tests.integration.support import create_topic, fast_client_config
+from tests.integration.support import fast_client_config
 
 TOPIC = "LitePullTopic"
 QUEUES = 4
 BROKERS = ("broker-a", "broker-b")
-FAST = {"register_name_server_period_ms": 500, "flush_consumer_offset_interval_ms": 200}
+pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=QUEUES)
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path, brokers=2, broker_overrides=FAST) as c:
-        await create_topic(c, TOPIC, queues=QUEUES)
-        yield c
 
 
 @pytest.fixture

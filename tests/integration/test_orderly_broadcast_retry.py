@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,23 +23,17 @@ from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.v1 import broker_pb2
 from tests.helpers import wait_until
-from tests.integration.support import Received, create_topic, fast_client_config, new_consumer
+from tests.integration.support import Received, fast_client_config, new_consumer
 
 TOPIC = "OrderTopic"
-FAST = {
-    "register_name_server_period_ms": 300,
-    "flush_consumer_offset_interval_ms": 200,
-    # Retries: 18 short delay levels (RocketMQ's are 1 s ... 2 h).
+# Retries: 18 short delay levels (RocketMQ's are 1 s ... 2 h).
+RETRY_LEVELS = {
     "message_delay_level": " ".join(["0.05s"] * 18),
     "schedule_check_interval_ms": 20,
 }
+pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=4, overrides=RETRY_LEVELS)
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path, brokers=2, broker_overrides=FAST) as c:
-        await create_topic(c, TOPIC, queues=4)
-        yield c
 
 
 class OrderlyLog:

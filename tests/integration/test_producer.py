@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash, SendStatus
 from aiorocketmq.protocol.errors import InvalidArgument, MessageTooLarge
 from aiorocketmq.protocol.message_queue import MessageQueue
-from tests.integration import support
 
-FAST = {"register_name_server_period_ms": 200}
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path, brokers=2, broker_overrides=FAST) as c:
-        yield c
-
-
-async def create_topic(cluster: LocalCluster, topic: str, queues: int = 4) -> None:
-    await support.create_topic(cluster, topic, queues)
+pytestmark = pytest.mark.cluster(brokers=2)
 
 
 async def test_send_round_robins_over_both_brokers(cluster: LocalCluster) -> None:
-    await create_topic(cluster, "PT")
+    await cluster.create_topic("PT", 4)
     async with Producer("pg", cluster.namesrv_addr) as p:
         results = [await p.send(Message("PT", b"m%d" % i)) for i in range(16)]
     assert all(r.send_status is SendStatus.SEND_OK for r in results)
@@ -37,7 +23,7 @@ async def test_send_round_robins_over_both_brokers(cluster: LocalCluster) -> Non
 
 
 async def test_selector_keeps_one_key_on_one_queue_and_batches(cluster: LocalCluster) -> None:
-    await create_topic(cluster, "Ordered")
+    await cluster.create_topic("Ordered", 4)
     async with Producer("pg", cluster.namesrv_addr) as p:
         queues = {
             (
@@ -68,7 +54,7 @@ async def test_unknown_topic_is_auto_created_through_the_default_route(
 
 
 async def test_producer_fails_over_when_a_broker_stops(cluster: LocalCluster) -> None:
-    await create_topic(cluster, "Failover")
+    await cluster.create_topic("Failover", 4)
     async with Producer("pg", cluster.namesrv_addr, send_msg_timeout=5) as p:
         await p.fetch_publish_message_queues("Failover")  # the route still lists broker-b
         await cluster.broker("broker-b").shutdown()

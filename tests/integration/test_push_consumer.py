@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from aiorocketmq.consumer import (
@@ -16,17 +13,12 @@ from aiorocketmq.consumer import (
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
 from tests.helpers import wait_until
-from tests.integration.support import Received, create_topic, new_consumer, owners
+from tests.integration.support import Received, new_consumer, owners
 
 TOPIC = "RebalanceTopic"
-FAST = {"register_name_server_period_ms": 500, "flush_consumer_offset_interval_ms": 200}
+pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=8)
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path, brokers=2, broker_overrides=FAST) as c:
-        await create_topic(c, TOPIC, queues=8)
-        yield c
 
 
 def all_queues() -> list[MessageQueue]:

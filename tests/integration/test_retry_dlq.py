@@ -21,7 +21,6 @@ import pytest
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.integration.protocol_client import RPC_TIMEOUT, ProtocolClient, response_code
-from tests.integration.support import create_topic
 
 TOPIC = "RetryTopic"
 G = "g"
@@ -42,7 +41,7 @@ def now_ms() -> int:
 @asynccontextmanager
 async def one_broker(tmp_path: Path, **overrides: Any) -> AsyncIterator[LocalCluster]:
     async with LocalCluster(tmp_path, brokers=1, broker_overrides={**FAST, **overrides}) as c:
-        await create_topic(c, TOPIC, queues=1)
+        await c.create_topic(TOPIC, 1)
         yield c
 
 

@@ -27,7 +27,6 @@ import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
 from tests.integration.protocol_client import ProtocolClient, mq
-from tests.integration.support import create_topic
 
 pytestmark = pytest.mark.process
 
@@ -66,7 +65,7 @@ asyncio.run(main(addr, client_id, group, topic, float(interval)))
 @asynccontextmanager
 async def one_broker(tmp_path: Path, **overrides: Any) -> AsyncIterator[LocalCluster]:
     async with LocalCluster(tmp_path / "store", brokers=1, broker_overrides=overrides) as c:
-        await create_topic(c, TOPIC, queues=4)
+        await c.create_topic(TOPIC, 4)
         yield c
 
 
