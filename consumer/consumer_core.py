@@ -41,6 +41,7 @@ from aiorocketmq.consumer.offset_store import (
     RemoteBrokerOffsetStore,
     new_offset_store,
 )
+from aiorocketmq.consumer.process_queue import ProcessQueue
 from aiorocketmq.consumer.pull_api import PullAPIWrapper
 from aiorocketmq.consumer.pull_message_service import PullRequest
 from aiorocketmq.consumer.rebalance_impl import RebalanceImpl, RebalanceMode
@@ -48,13 +49,15 @@ from aiorocketmq.consumer.settings import ConsumerSettings
 from aiorocketmq.consumer.types import ConsumeFromWhere, MessageModel
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.client_id import local_ip
-from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.errors import MQError, QueueFenced
+from aiorocketmq.protocol.message import MessageExt
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.tags import parse_expression
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from aiorocketmq.protocol.validators import is_retry_topic
+from aiorocketmq.trace import tracer
 
-__all__ = ["ConsumerAPI", "ConsumerCore", "now_ms"]
+__all__ = ["ConsumerAPI", "ConsumerCore", "RebalanceModeBase", "now_ms"]
 
 log = get_logger("aiorocketmq.consumer")
 
@@ -329,6 +332,30 @@ class ConsumerCore:
         for mq, _ in finals:
             self.offset_store.remove_offset(mq)
 
+    async def on_pull_fenced(self, mq: MessageQueue, error: QueueFenced) -> None:
+        """A pull was refused (fenced handoff): the queue moved on; stop pulling it at once."""
+        assert self.rebalance_impl is not None and self.client is not None
+        log.warning(
+            "pull fenced, dropping the queue",
+            group=self.consumer_group,
+            mq=str(mq),
+            error=error.message,
+        )
+        await self.rebalance_impl.remove_process_queue(mq)
+        self.client.rebalance_immediately()
+
+    def record_pull(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int) -> None:
+        """The trace's ``pull`` record: what one pull brought, and where the next one starts."""
+        tracer.record(
+            "pull",
+            group=self.consumer_group,
+            client_id=self.client_id,
+            mq=str(mq),
+            count=len(msgs),
+            first=msgs[0].queue_offset,
+            next=next_offset,
+        )
+
     async def persist_and_forget(self, mqs: list[MessageQueue]) -> None:
         """A dropped queue's offset, persisted (one commit per broker), then forgotten."""
         assert self.offset_store is not None
@@ -393,3 +420,28 @@ class ConsumerAPI:
         tb: TracebackType | None,
     ) -> None:
         await self.shutdown()
+
+
+class RebalanceModeBase:
+    """What both rebalance modes answer the same way, from their consumer's core."""
+
+    def __init__(self, impl: ConsumerCore) -> None:
+        self.impl = impl
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        return (await self.remove_unnecessary_message_queues([(mq, pq)]))[0]
+
+    async def remove_unnecessary_message_queues(
+        self, items: list[tuple[MessageQueue, ProcessQueue]]
+    ) -> list[bool]:
+        raise NotImplementedError
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """The start of a newly assigned queue; -1 (retry at a later rebalance) when unknown."""
+        return await self.impl.compute_pull_from_where(mq)
+
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+        return await self.impl.compute_pull_from_where_many(mqs)
+
+    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
+        return await self.impl.acquire(mqs)

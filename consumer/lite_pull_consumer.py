@@ -52,7 +52,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from aiorocketmq.consumer.consumer_core import ConsumerAPI, ConsumerCore, now_ms
+from aiorocketmq.consumer.consumer_core import (
+    ConsumerAPI,
+    ConsumerCore,
+    RebalanceModeBase,
+    now_ms,
+)
 from aiorocketmq.consumer.offset_store import ReadOffsetType
 from aiorocketmq.consumer.process_queue import ProcessQueue, flow_control_reason
 from aiorocketmq.consumer.pull_api import FOUND, NO_MATCHED_MSG, NO_NEW_MSG, PullResult
@@ -266,11 +271,13 @@ class LitePullConsumer(ConsumerAPI):
         return await self._impl.committed(mq)
 
 
-class RebalanceLitePullImpl:
+class RebalanceLitePullImpl(RebalanceModeBase):
     """The lite-pull ``RebalanceMode`` of ``RebalanceImpl`` (RocketMQ's RebalanceLitePullImpl)."""
 
+    impl: LitePullConsumerImpl
+
     def __init__(self, impl: LitePullConsumerImpl) -> None:
-        self.impl = impl
+        super().__init__(impl)
         # The start offsets the rebalance computed for queues it just added; the pull tasks
         # started by message_queue_changed take them from here.
         self.start_offsets: dict[MessageQueue, int] = {}
@@ -278,9 +285,6 @@ class RebalanceLitePullImpl:
     @property
     def is_push(self) -> bool:
         return False  # CONSUME_ACTIVELY: the pull-expired rule never fires
-
-    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        return (await self.remove_unnecessary_message_queues([(mq, pq)]))[0]
 
     async def remove_unnecessary_message_queues(
         self, items: list[tuple[MessageQueue, ProcessQueue]]
@@ -296,18 +300,8 @@ class RebalanceLitePullImpl:
             self.start_offsets.pop(mq, None)
         return [True] * len(items)
 
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """The start of a newly assigned queue; -1 (retry at a later rebalance) when unknown."""
-        return await self.impl.compute_pull_from_where(mq)
-
-    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
-        return await self.impl.compute_pull_from_where_many(mqs)
-
     async def lock(self, mq: MessageQueue) -> bool:
         return True  # lite pull never locks
-
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
-        return await self.impl.acquire(mqs)
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
         """Lite pull dispatches nothing here; it keeps the start offsets for its pull tasks."""
@@ -850,17 +844,9 @@ class LitePullConsumerImpl(ConsumerCore):
                     epoch=self.rebalance_impl.epochs.get(mq, 0) if self.rebalance_impl else 0,
                 )
             except QueueFenced as e:
-                # Fenced handoff: the queue moved on; stop pulling it at once.
-                if not pq.dropped and self.rebalance_impl is not None and self.client is not None:
-                    log.warning(
-                        "pull fenced, dropping the queue",
-                        group=self.consumer_group,
-                        mq=str(mq),
-                        error=e.message,
-                    )
-                    await self.rebalance_impl.remove_process_queue(mq)
+                if not pq.dropped:
+                    await self.on_pull_fenced(mq, e)
                     self._drop_state(mq, record=False)
-                    self.client.rebalance_immediately()
                 return
             except MQError as e:
                 delay = (
@@ -891,15 +877,7 @@ class LitePullConsumerImpl(ConsumerCore):
             if msgs:
                 state.process_queue.put_message(msgs)
                 state.buffer.extend(msgs)
-                tracer.record(
-                    "pull",
-                    group=self.consumer_group,
-                    client_id=self.client_id,
-                    mq=str(mq),
-                    count=len(msgs),
-                    first=msgs[0].queue_offset,
-                    next=state.pull_offset,
-                )
+                self.record_pull(mq, msgs, state.pull_offset)
                 self._arrived.set()
         elif status in (NO_NEW_MSG, NO_MATCHED_MSG):
             state.pull_offset = result.next_begin_offset

@@ -23,7 +23,12 @@ from typing import Any, cast
 
 from aiorocketmq.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from aiorocketmq.consumer.consume_orderly import ConsumeMessageOrderlyService
-from aiorocketmq.consumer.consumer_core import ConsumerAPI, ConsumerCore, now_ms
+from aiorocketmq.consumer.consumer_core import (
+    ConsumerAPI,
+    ConsumerCore,
+    RebalanceModeBase,
+    now_ms,
+)
 from aiorocketmq.consumer.offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 from aiorocketmq.consumer.process_queue import ProcessQueue, flow_control_reason
 from aiorocketmq.consumer.pull_api import FOUND, NO_MATCHED_MSG, NO_NEW_MSG, PullResult
@@ -583,16 +588,8 @@ class PushConsumerImpl(ConsumerCore):
                 epoch=request.epoch,
             )
         except QueueFenced as e:
-            if pq.dropped:
-                return  # a pull of a queue we already gave away: nothing to do
-            log.warning(
-                "pull fenced, dropping the queue",
-                group=self.consumer_group,
-                mq=str(mq),
-                error=e.message,
-            )
-            await self.rebalance_impl.remove_process_queue(mq)
-            client.rebalance_immediately()
+            if not pq.dropped:  # else a pull of a queue we already gave away: nothing to do
+                await self.on_pull_fenced(mq, e)
             return
         except MQError as e:
             delay = (
@@ -623,15 +620,7 @@ class PushConsumerImpl(ConsumerCore):
             if pq.dropped:
                 return
             dispatch_to_consume = pq.put_message(msgs)
-            tracer.record(
-                "pull",
-                group=self.consumer_group,
-                client_id=self.client_id,
-                mq=str(mq),
-                count=len(msgs),
-                first=msgs[0].queue_offset,
-                next=request.next_offset,
-            )
+            self.record_pull(mq, msgs, request.next_offset)
             if self.consume_orderly_service is not None:
                 self.consume_orderly_service.submit_consume_request(
                     msgs, pq, mq, dispatch_to_consume
@@ -710,35 +699,22 @@ class PushConsumerImpl(ConsumerCore):
         return True
 
 
-class RebalancePushImpl:
+class RebalancePushImpl(RebalanceModeBase):
     """The push mode of ``RebalanceImpl`` (RocketMQ's ``RebalancePushImpl``)."""
 
-    def __init__(self, impl: PushConsumerImpl) -> None:
-        self.impl = impl
+    impl: PushConsumerImpl
 
     @property
     def is_push(self) -> bool:
         return True
-
-    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        return (await self.impl.remove_unnecessary_message_queues([(mq, pq)]))[0]
 
     async def remove_unnecessary_message_queues(
         self, items: list[tuple[MessageQueue, ProcessQueue]]
     ) -> list[bool]:
         return await self.impl.remove_unnecessary_message_queues(items)
 
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        return await self.impl.compute_pull_from_where(mq)
-
-    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
-        return await self.impl.compute_pull_from_where_many(mqs)
-
     async def lock(self, mq: MessageQueue) -> bool:
         return await self.impl.lock(mq)
-
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
-        return await self.impl.acquire(mqs)
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
         self.impl.dispatch_pull_requests(requests)
