@@ -1,8 +1,9 @@
 """Offsets: QUERY/UPDATE_CONSUMER_OFFSET, GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP.
 
-Rules: a query with no committed offset gets RocketMQ's answer (spec 5.3): 0 when asked to and
-the queue's head was never deleted and is still "in memory", else QUERY_NOT_FOUND, so a new
-group with CONSUME_FROM_LAST_OFFSET on a young topic reads from the beginning. Commits are
+Rules: a query with no committed offset gets the zero-if-young answer (spec 5.3): 0 when asked
+to and the queue's head was never deleted (empty or not: ours, RocketMQ needs a message at
+offset 0, see ``offset/consume_from_where.py``), else QUERY_NOT_FOUND, so a new group with
+CONSUME_FROM_LAST_OFFSET on a young topic reads from the beginning, in one step. Commits are
 plain puts (not monotonic), one batch per broker; in the fenced handoff a commit must carry the
 queue's current epoch.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from aiorocketmq.broker.config import BrokerConfig
+from aiorocketmq.broker.offset.consume_from_where import query_offset_answer
 from aiorocketmq.broker.store import MessageStore
 from aiorocketmq.broker.topic_config_manager import TopicConfigManager
 from aiorocketmq.protocol.errors import (
@@ -97,19 +99,16 @@ class OffsetProcessor:
         )
 
     def _query(self, group: str, topic: str, queue_id: int, set_zero_if_not_found: bool) -> int:
-        """The committed offset, RocketMQ's zero-if-young answer, or -1 (QUERY_NOT_FOUND)."""
+        """The committed offset, the zero-if-young answer, or -1 (QUERY_NOT_FOUND).
+
+        One step: a young queue (its head never deleted) answers 0 even while it is empty, so
+        a new group never skips what arrives during its first rebalance (consume_from_where.py).
+        """
         self.check_queue(topic, queue_id)
-        offset = self.offsets.query_offset(group, topic, queue_id)
-        if offset >= 0:
-            return offset
-        min_offset = self.store.get_min_offset(topic, queue_id)
-        if (
-            set_zero_if_not_found
-            and min_offset <= 0
-            and self.store.is_head_in_memory(topic, queue_id)
-        ):
-            return 0
-        return -1
+        stored = self.offsets.query_offset(group, topic, queue_id)
+        min_offset = self.store.get_min_offset(topic, queue_id) if stored < 0 else 0
+        answer = query_offset_answer(stored, set_zero_if_not_found, min_offset)
+        return -1 if answer is None else answer
 
     def update_consumer_offset(
         self, request: broker_pb2.UpdateConsumerOffsetRequest, peer: str

@@ -1180,16 +1180,6 @@ class MessageStore:
         data = self._commit_log.read_record(commit_log_offset)
         return None if data is None else decode_message(data, 0, self.broker_name)
 
-    def is_head_in_memory(self, topic: str, queue_id: int) -> bool:
-        """Stand-in for RocketMQ's "is message 0 still in the page cache".
-
-        True while the queue has messages, its min offset is 0 and so the segment holding
-        message 0 has not been deleted. A broker uses it to answer a new group's first offset
-        query (start from 0, or let the client apply its ConsumeFromWhere).
-        """
-        cq = self._find_consume_queue(topic, queue_id)
-        return cq is not None and cq.min_offset == 0 < cq.max_offset
-
     @property
     def commit_log_min_offset(self) -> int:
         return self._commit_log.min_offset

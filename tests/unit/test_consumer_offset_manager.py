@@ -190,18 +190,15 @@ def test_pull_offset_falls_back_to_committed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("stored", "set_zero", "min_offset", "head_in_memory", "answer"),
+    ("stored", "set_zero", "min_offset", "answer"),
     [
-        (42, False, 100, False, 42),  # a stored offset wins, whatever else holds
-        (0, False, 5, False, 0),
-        (-1, False, 0, True, None),  # the client asked not to get zero
-        (-1, True, 0, True, 0),  # a young queue: a new group reads from the start
-        (-1, True, -1, True, 0),
-        (-1, True, 0, False, None),  # the head left the page cache
-        (-1, True, 10, True, None),  # the head was deleted
+        (42, False, 100, 42),  # a stored offset wins, whatever else holds
+        (0, False, 5, 0),
+        (-1, False, 0, None),  # the client asked not to get zero
+        (-1, True, 0, 0),  # a young queue, empty or not: a new group reads from the start
+        (-1, True, -1, 0),
+        (-1, True, 10, None),  # the head was deleted: the client's ConsumeFromWhere decides
     ],
 )
-def test_query_offset_answer(
-    stored: int, set_zero: bool, min_offset: int, head_in_memory: bool, answer: int | None
-) -> None:
-    assert query_offset_answer(stored, set_zero, min_offset, head_in_memory) == answer
+def test_query_offset_answer(stored: int, set_zero: bool, min_offset: int, answer: int | None) -> None:
+    assert query_offset_answer(stored, set_zero, min_offset) == answer
