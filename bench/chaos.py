@@ -22,7 +22,7 @@ mode no double ownership; duplicates are counted by cause. One-way sends are exc
 loss count (nothing acknowledged them to the application). A failing seed prints itself and
 ``python -m bench.chaos --replay SEED`` runs the same schedule again.
 
-``python -m bench.chaos --seeds N [--first S] [--handoff classic|fenced|both]``
+``python -m bench.chaos --seeds N [--first S] [--handoff classic|fenced|both] [--parallel K]``
 """
 
 from __future__ import annotations
@@ -227,11 +227,14 @@ class RunResult:
     double_ownership_ms: int = 0
     converge_ms: float = 0.0
     converged: bool = False
+    error: str = ""  # a step that could not run (StepFailed), with the seed and the step
     report: TraceReport | None = None
 
     def failures(self) -> list[str]:
         """Why this schedule fails the no-loss rules (empty when it passes)."""
         out = []
+        if self.error:
+            return [self.error]
         if self.lost:
             out.append(f"{len(self.lost)} acknowledged messages never consumed: {self.lost[:5]}")
         if not self.converged:
@@ -328,19 +331,33 @@ async def _set_notify(cluster: ProcessCluster, enabled: bool) -> None:
             raise RuntimeError(f"updateBrokerConfig on {addr}: {err.decode().strip()}")
 
 
-async def run_schedule(cluster: ProcessCluster, schedule: Schedule, root: Path) -> RunResult:
-    """Run ``schedule`` on ``cluster`` (a fresh topic and group) and check the trace."""
+async def run_schedule(
+    cluster: ProcessCluster,
+    schedule: Schedule,
+    root: Path,
+    lock: asyncio.Lock | None = None,
+    producer_trace: Path | None = None,
+) -> RunResult:
+    """Run ``schedule`` on ``cluster`` (a fresh topic and group) and check the trace.
+
+    ``lock`` serializes cluster-wide faults between schedules running side by side, which
+    then share one ``producer_trace`` (this process's trace file, already open).
+    """
+    cluster_faults = lock or asyncio.Lock()
     tag = f"s{schedule.seed}{schedule.handoff[0]}"
     topic, group = f"Chaos{tag}", f"chaos_{tag}"
     work = root / tag
     work.mkdir(parents=True, exist_ok=True)
     result = RunResult(schedule)
     try:
-        await cluster.create_topic(topic, QUEUES)
+        async with cluster_faults:
+            await cluster.create_topic(topic, QUEUES)
     except Exception as e:
         raise StepFailed(schedule, None, f"create topic: {e}") from e
-    producer_trace = work / "trace-producer.jsonl"
-    tracer.to_file(producer_trace)
+    own_trace = producer_trace is None
+    if producer_trace is None:
+        producer_trace = work / "trace-producer.jsonl"
+        tracer.to_file(producer_trace)
     consumers: list[ConsumerProc] = []
     gone: list[ConsumerProc] = []
     rng = random.Random(schedule.seed)
@@ -384,15 +401,18 @@ async def run_schedule(cluster: ProcessCluster, schedule: Schedule, root: Path) 
                     await victim.stop(signal.SIGTERM if step.kind == "leave" else signal.SIGKILL)
                     gone.append(victim)
                 elif step.kind == "kill_broker":
-                    await cluster.kill_broker(step.target)
-                    await asyncio.sleep(0.3)
-                    await cluster.restart_broker(step.target)
+                    async with cluster_faults:
+                        await cluster.kill_broker(step.target)
+                        await asyncio.sleep(0.3)
+                        await cluster.restart_broker(step.target)
                 elif step.kind == "restart_namesrv":
-                    await cluster.restart_namesrv()
+                    async with cluster_faults:
+                        await cluster.restart_namesrv()
                 elif step.kind == "notify_off":
-                    await _set_notify(cluster, False)
-                    await asyncio.sleep(step.duration_ms / 1000)
-                    await _set_notify(cluster, True)
+                    async with cluster_faults:
+                        await _set_notify(cluster, False)
+                        await asyncio.sleep(step.duration_ms / 1000)
+                        await _set_notify(cluster, True)
             except Exception as e:
                 raise StepFailed(schedule, step, f"{type(e).__name__}: {e}") from e
         step = None
@@ -440,7 +460,8 @@ async def run_schedule(cluster: ProcessCluster, schedule: Schedule, root: Path) 
         for c in consumers:
             await c.stop()
         await producer.shutdown()
-        tracer.close_file()
+        if own_trace:
+            tracer.close_file()
     return result
 
 
@@ -475,24 +496,40 @@ def format_table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-async def run_seeds(seeds: list[int], handoffs: list[str], root: Path) -> list[RunResult]:
-    """Every seed in every handoff mode on one cluster (each schedule on its own topic)."""
+async def run_seeds(
+    seeds: list[int], handoffs: list[str], root: Path, parallel: int = 1
+) -> list[RunResult]:
+    """Every seed in every handoff mode on one cluster (each schedule on its own topic and
+    group), ``parallel`` schedules at a time. Parallel schedules share the brokers and the
+    name server, so one's broker kill or name-server restart is a fault for the others too."""
     results: list[RunResult] = []
+    todo = [make_schedule(seed, handoff) for seed in seeds for handoff in handoffs]
     async with ProcessCluster(
         root / "cluster", brokers=len(BROKERS), settings='flush_disk_type = "SYNC_FLUSH"\n',
         broker_names=list(BROKERS), trace=True,
     ) as cluster:
-        for seed in seeds:
-            for handoff in handoffs:
-                schedule = make_schedule(seed, handoff)
-                result = await run_schedule(cluster, schedule, root)
-                results.append(result)
-                status = "ok" if not result.failures() else "FAIL: " + "; ".join(result.failures())
-                print(
-                    f"{schedule.describe()}\n  sent {result.sent}, converged in "
-                    f"{result.converge_ms / 1000:.1f}s, duplicates {result.duplicates}: {status}",
-                    flush=True,
-                )
+        lock = asyncio.Lock()  # one broker kill or name-server restart at a time
+        producer_trace = root / "trace-producers.jsonl"
+        tracer.to_file(producer_trace)
+
+        async def one(schedule: Schedule) -> None:
+            try:
+                result = await run_schedule(cluster, schedule, root, lock, producer_trace)
+            except StepFailed as e:
+                result = RunResult(schedule, error=str(e))
+            results.append(result)
+            status = "ok" if not result.failures() else "FAIL: " + "; ".join(result.failures())
+            print(
+                f"{schedule.describe()}\n  sent {result.sent}, converged in "
+                f"{result.converge_ms / 1000:.1f}s, duplicates {result.duplicates}: {status}",
+                flush=True,
+            )
+
+        try:
+            for first in range(0, len(todo), parallel):
+                await asyncio.gather(*(one(s) for s in todo[first : first + parallel]))
+        finally:
+            tracer.close_file()
     return results
 
 
@@ -502,6 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first", type=int, default=0, help="the first seed")
     p.add_argument("--replay", type=int, help="run this one seed (as a failure printed it)")
     p.add_argument("--handoff", choices=("classic", "fenced", "both"), default="both")
+    p.add_argument("--parallel", type=int, default=1, help="schedules at a time (one cluster)")
     args = p.parse_args(argv)
     configure_logging("ERROR")
     seeds = [args.replay] if args.replay is not None else list(
@@ -509,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     handoffs = ["classic", "fenced"] if args.handoff == "both" else [args.handoff]
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-        results = run(run_seeds(seeds, handoffs, Path(tmp)))
+        results = run(run_seeds(seeds, handoffs, Path(tmp), args.parallel))
     print()
     print(format_table(results))
     failed = [r for r in results if r.failures()]

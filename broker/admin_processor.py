@@ -1,8 +1,11 @@
-"""Administration: UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO."""
+"""Administration: UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO,
+GET_BROKER_CONFIG and UPDATE_BROKER_CONFIG."""
 
 from __future__ import annotations
 
-from aiorocketmq.broker.config import BrokerConfig
+from collections.abc import Callable
+
+from aiorocketmq.broker.config import BrokerConfig, config_properties, update_properties
 from aiorocketmq.broker.store import MessageStore
 from aiorocketmq.broker.topic_config_manager import TopicConfig, TopicConfigManager
 from aiorocketmq.protocol.errors import InvalidArgument, TopicNotFound
@@ -21,10 +24,30 @@ class AdminProcessor:
         config: BrokerConfig,
         topics: TopicConfigManager,
         store: MessageStore,
+        on_config_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.topics = topics
         self.store = store
+        # Called after UPDATE_BROKER_CONFIG changed settings (to refresh what copies them).
+        self.on_config_change = on_config_change
+
+    def get_broker_config(self) -> broker_pb2.GetBrokerConfigResponse:
+        return broker_pb2.GetBrokerConfigResponse(
+            properties=config_properties(self.config, self.store.config)
+        )
+
+    def update_broker_config(
+        self, request: broker_pb2.UpdateBrokerConfigRequest
+    ) -> broker_pb2.UpdateBrokerConfigResponse:
+        if not request.properties:
+            raise InvalidArgument("no setting to update: give at least one key and value")
+        try:
+            changed = update_properties(self.config, dict(request.properties))
+        except ValueError as e:
+            raise InvalidArgument(str(e)) from None
+        self.on_config_change()
+        return broker_pb2.UpdateBrokerConfigResponse(properties=changed)
 
     def update_and_create_topic(
         self, request: broker_pb2.UpdateAndCreateTopicRequest

@@ -115,7 +115,9 @@ class BrokerController:
         self.offset = OffsetProcessor(
             self.config, self.topics, self.store, self.client.offsets, self.client.grants
         )
-        self.admin = AdminProcessor(self.config, self.topics, self.store)
+        self.admin = AdminProcessor(
+            self.config, self.topics, self.store, on_config_change=self._config_changed
+        )
 
         await self.store.start()
         await self.server.start()
@@ -176,6 +178,12 @@ class BrokerController:
         if self.namesrv is not None:
             await self.namesrv.close()
         log.info("the broker shutdown", broker_name=self.config.broker_name)
+
+    def _config_changed(self) -> None:
+        """UPDATE_BROKER_CONFIG changed settings: refresh the one component that copies one."""
+        self.client.listener.notify_consumer_ids_changed_enable = (
+            self.config.notify_consumer_ids_changed_enable
+        )
 
     async def __aenter__(self) -> BrokerController:
         await self.start()

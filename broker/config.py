@@ -15,7 +15,15 @@ from typing import Any
 
 from aiorocketmq.broker.store.config import MessageStoreConfig
 
-__all__ = ["DEFAULT_DELAY_LEVELS", "BrokerConfig", "load_settings"]
+__all__ = [
+    "DEFAULT_DELAY_LEVELS",
+    "LIVE_SETTINGS",
+    "BrokerConfig",
+    "camel_case",
+    "config_properties",
+    "load_settings",
+    "update_properties",
+]
 
 # messageDelayLevel: level 1 is 1 s ... level 18 is 2 h.
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -106,3 +114,80 @@ def load_settings(
     _apply(broker, {k: v for k, v in raw.items() if k in broker_fields}, str(path))
     _apply(store, {k: v for k, v in raw.items() if k in store_fields}, str(path))
     return broker, store
+
+
+#: Settings UPDATE_BROKER_CONFIG may change on a running broker: each is read where it is used,
+#: so the change applies at once. The others take effect at the next start (set them in the
+#: settings file); RocketMQ's broker likewise applies only some of its keys live.
+LIVE_SETTINGS = frozenset(
+    {
+        "notify_consumer_ids_changed_enable",
+        "notify_consumer_ids_changed_on_channel_expiry",
+        "auto_create_topic_enable",
+        "long_polling_enable",
+        "short_polling_time_mills",
+        "max_pull_msg_nums",
+        "max_reconsume_times",
+    }
+)
+
+
+def camel_case(name: str) -> str:
+    """``notify_consumer_ids_changed_enable`` -> ``notifyConsumerIdsChangedEnable``."""
+    first, *rest = name.split("_")
+    return first + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def config_properties(broker: BrokerConfig, store: MessageStoreConfig) -> dict[str, str]:
+    """Every setting by RocketMQ's camelCase name, as text (GET_BROKER_CONFIG)."""
+    out: dict[str, str] = {}
+    for target in (broker, store):
+        for f in dataclasses.fields(target):
+            out[camel_case(f.name)] = _text(getattr(target, f.name))
+    return dict(sorted(out.items()))
+
+
+def _parse(key: str, text: str, current: Any) -> Any:
+    if isinstance(current, bool):
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"{key} must be true or false, got {text!r}")
+        return text.lower() == "true"
+    if isinstance(current, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{key} must be an integer, got {text!r}") from None
+    return text
+
+
+def update_properties(broker: BrokerConfig, updates: dict[str, str]) -> dict[str, str]:
+    """Apply UPDATE_BROKER_CONFIG: every key checked first (name, liveness, value), then set.
+
+    Keys are RocketMQ's camelCase names (snake_case accepted). A key that is unknown, or that
+    applies only at the next start, or a value of the wrong type is a ``ValueError`` naming it,
+    and nothing is changed. Returns what changed, camelCase, as text.
+    """
+    by_camel = {camel_case(f.name): f.name for f in dataclasses.fields(broker)}
+    parsed: dict[str, Any] = {}
+    for key, text in updates.items():
+        name = by_camel.get(key, key)
+        if not hasattr(broker, name) or name not in {f.name for f in dataclasses.fields(broker)}:
+            raise ValueError(f"unknown broker setting {key!r}")
+        if name not in LIVE_SETTINGS:
+            live = ", ".join(sorted(camel_case(n) for n in LIVE_SETTINGS))
+            raise ValueError(
+                f"{key} takes effect at the next start only: set it in the settings file "
+                f"(changeable while running: {live})"
+            )
+        parsed[name] = _parse(key, text, getattr(broker, name))
+    for name, value in parsed.items():
+        setattr(broker, name, value)
+    return {camel_case(n): _text(v) for n, v in parsed.items()}

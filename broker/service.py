@@ -184,3 +184,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         self, request: broker_pb2.GetConsumeStatsRequest, context: Ctx
     ) -> broker_pb2.ConsumeStats:
         return self.b.client.get_consume_stats(request)
+
+    @guard
+    async def GetBrokerConfig(
+        self, request: broker_pb2.GetBrokerConfigRequest, context: Ctx
+    ) -> broker_pb2.GetBrokerConfigResponse:
+        return self.b.admin.get_broker_config()
+
+    @guard
+    async def UpdateBrokerConfig(
+        self, request: broker_pb2.UpdateBrokerConfigRequest, context: Ctx
+    ) -> broker_pb2.UpdateBrokerConfigResponse:
+        return self.b.admin.update_broker_config(request)

@@ -859,6 +859,72 @@ async def consumer_progress(args: argparse.Namespace, ctx: AdminContext) -> int:
     return 0
 
 
+# -- broker settings ----------------------------------------------------------------------------
+
+
+def _broker_target_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("-b", "--brokerAddr", dest="broker_addr", help="this broker")
+    target.add_argument(
+        "-c", "--clusterName", dest="cluster_name", help="every master of this cluster"
+    )
+
+
+async def _target_brokers(args: argparse.Namespace, ctx: AdminContext) -> list[str]:
+    if args.broker_addr:
+        return [str(args.broker_addr)]
+    addrs = [addr for _, addr in await master_brokers(ctx, args.cluster_name)]
+    if not addrs:
+        raise AdminError(f"cluster {args.cluster_name} has no master broker")
+    return addrs
+
+
+@sub_command(
+    "getBrokerConfig",
+    "Print a broker's settings (RocketMQ's names), or every master's of a cluster (-c).",
+    _broker_target_arguments,
+)
+async def get_broker_config(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """GET_BROKER_CONFIG on each target broker."""
+    found: dict[str, dict[str, str]] = {}
+    for addr in await _target_brokers(args, ctx):
+        response = await ctx.broker_call(addr, "GetBrokerConfig", broker_pb2.GetBrokerConfigRequest())
+        found[addr] = dict(sorted(response.properties.items()))
+    if ctx.as_json:
+        ctx.emit_json(found)
+        return 0
+    for addr, props in found.items():
+        ctx.out.write(f"============{addr}============\n")
+        for key, value in props.items():
+            ctx.out.write(f"{key:<50s}=  {value}\n")
+    return 0
+
+
+def _update_broker_config_arguments(parser: argparse.ArgumentParser) -> None:
+    _broker_target_arguments(parser)
+    parser.add_argument("-k", "--key", required=True, help="setting name, e.g. maxPullMsgNums")
+    parser.add_argument("-v", "--value", required=True, help="new value")
+
+
+@sub_command(
+    "updateBrokerConfig",
+    "Change a setting of a running broker (-b) or of every master of a cluster (-c).",
+    _update_broker_config_arguments,
+)
+async def update_broker_config(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """UPDATE_BROKER_CONFIG on each target broker (only settings that apply while running)."""
+    request = broker_pb2.UpdateBrokerConfigRequest(properties={args.key: args.value})
+    changed: dict[str, dict[str, str]] = {}
+    for addr in await _target_brokers(args, ctx):
+        response = await ctx.broker_call(addr, "UpdateBrokerConfig", request)
+        changed[addr] = dict(response.properties)
+        if not ctx.as_json:
+            ctx.out.write(f"update broker config success, {addr}\n")
+    if ctx.as_json:
+        ctx.emit_json(changed)
+    return 0
+
+
 # -- entry point --------------------------------------------------------------------------------
 
 

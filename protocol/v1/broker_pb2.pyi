@@ -545,3 +545,46 @@ class ConsumeStats(_message.Message):
     queues: _containers.RepeatedCompositeFieldContainer[QueueConsumeStats]
     consume_tps: float
     def __init__(self, queues: _Optional[_Iterable[_Union[QueueConsumeStats, _Mapping]]] = ..., consume_tps: _Optional[float] = ...) -> None: ...
+
+class GetBrokerConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetBrokerConfigResponse(_message.Message):
+    __slots__ = ("properties",)
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class UpdateBrokerConfigRequest(_message.Message):
+    __slots__ = ("properties",)
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class UpdateBrokerConfigResponse(_message.Message):
+    __slots__ = ("properties",)
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, properties: _Optional[_Mapping[str, str]] = ...) -> None: ...

@@ -144,6 +144,16 @@ class BrokerStub:
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetConsumeStatsRequest.SerializeToString,
                 response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumeStats.FromString,
                 _registered_method=True)
+        self.GetBrokerConfig = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/GetBrokerConfig',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerConfigRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerConfigResponse.FromString,
+                _registered_method=True)
+        self.UpdateBrokerConfig = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/UpdateBrokerConfig',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -311,6 +321,20 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetBrokerConfig(self, request, context):
+        """GET_BROKER_CONFIG (26): every setting, by RocketMQ's camelCase name, as text.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateBrokerConfig(self, request, context):
+        """UPDATE_BROKER_CONFIG (25): change settings of a running broker (those that apply live).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -423,6 +447,16 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.GetConsumeStats,
                     request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetConsumeStatsRequest.FromString,
                     response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumeStats.SerializeToString,
+            ),
+            'GetBrokerConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBrokerConfig,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerConfigRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerConfigResponse.SerializeToString,
+            ),
+            'UpdateBrokerConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateBrokerConfig,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1019,6 +1053,60 @@ class Broker:
             '/aiorocketmq.v1.Broker/GetConsumeStats',
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetConsumeStatsRequest.SerializeToString,
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumeStats.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBrokerConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/GetBrokerConfig',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerConfigRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateBrokerConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/UpdateBrokerConfig',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

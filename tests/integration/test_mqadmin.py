@@ -567,3 +567,49 @@ def test_consumer_progress_counts_the_lag_and_skips_brokers_without_the_group(
     assert "nobody_group" in line and "SUBSCRIPTION_GROUP_NOT_EXIST" in line
     line = one_error_line(*admin(capsys, bg, "consumerConnection", "-g", "nobody_group"))
     assert "nobody_group" in line
+
+
+def test_broker_config_is_read_and_a_live_setting_changed(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    addr = bg.addr("broker-a")
+    config = admin_json(capsys, bg, "getBrokerConfig", "-b", addr)[addr]
+    assert config["brokerName"] == "broker-a"
+    assert config["notifyConsumerIdsChangedEnable"] == "true"
+    assert config["maxPullMsgNums"] == "1024"
+    changed = admin_json(
+        capsys, bg, "updateBrokerConfig", "-b", addr, "-k", "notifyConsumerIdsChangedEnable",
+        "-v", "false",
+    )
+    assert changed == {addr: {"notifyConsumerIdsChangedEnable": "false"}}
+    broker = bg.cluster.broker("broker-a")
+    try:
+        assert broker.config.notify_consumer_ids_changed_enable is False
+        assert broker.client.listener.notify_consumer_ids_changed_enable is False  # applied live
+        config = admin_json(capsys, bg, "getBrokerConfig", "-b", addr)[addr]
+        assert config["notifyConsumerIdsChangedEnable"] == "false"
+    finally:
+        admin_json(
+            capsys, bg, "updateBrokerConfig", "-c", "DefaultCluster", "-k",
+            "notify_consumer_ids_changed_enable", "-v", "true",
+        )
+    assert broker.client.listener.notify_consumer_ids_changed_enable is True
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("noSuchSetting", "1", "unknown broker setting 'noSuchSetting'"),
+        ("listen", "127.0.0.1:1", "listen takes effect at the next start only"),
+        ("maxPullMsgNums", "many", "maxPullMsgNums must be an integer, got 'many'"),
+        ("longPollingEnable", "yes", "longPollingEnable must be true or false, got 'yes'"),
+    ],
+)
+def test_update_broker_config_refuses_what_it_cannot_apply(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, key: str, value: str, message: str
+) -> None:
+    addr = bg.addr("broker-a")
+    before = admin_json(capsys, bg, "getBrokerConfig", "-b", addr)
+    line = one_error_line(*admin(capsys, bg, "updateBrokerConfig", "-b", addr, "-k", key, "-v", value))
+    assert message in line
+    assert admin_json(capsys, bg, "getBrokerConfig", "-b", addr) == before  # nothing changed
