@@ -36,6 +36,8 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_NOT_EXIST = 24
     SUBSCRIPTION_NOT_LATEST = 25
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    UPDATE_BROKER_CONFIG = 25
+    GET_BROKER_CONFIG = 26
     INVALID_PARAMETER = 29
     NO_MESSAGE = 208
     FLOW_CONTROL = 215
@@ -106,4 +108,6 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.GetTopicStatsInfo": RequestCode.GET_TOPIC_STATS_INFO,
     "Broker.GetConsumerConnectionList": RequestCode.GET_CONSUMER_CONNECTION_LIST,
     "Broker.GetConsumeStats": RequestCode.GET_CONSUME_STATS,
+    "Broker.GetBrokerConfig": RequestCode.GET_BROKER_CONFIG,
+    "Broker.UpdateBrokerConfig": RequestCode.UPDATE_BROKER_CONFIG,
 }
