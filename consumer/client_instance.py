@@ -237,17 +237,17 @@ class MQClientInstance:
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any:
-        """Call ``method`` on ``broker_name``'s master; a transport failure reconnects next time."""
+        """Call ``method`` on ``broker_name``'s master; failures raise the typed ``MQError``.
+
+        A failure never closes the broker's channel: the other calls in flight on it (long-poll
+        pulls, the channel stream) go on, and gRPC reconnects a lost connection by itself.
+        """
         addr = self.find_broker_addr(broker_name)
         if addr is None:
             raise ServiceNotAvailable(f"no address for broker {broker_name} in the routes")
-        try:
-            return await call(
-                getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
-            )
-        except ServiceNotAvailable:
-            await self.brokers.drop(addr)
-            raise
+        return await call(
+            getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
+        )
 
     async def channel_id_for(self, broker_name: str) -> str | None:
         """The id of our open channel to ``broker_name``'s master (opened if needed)."""
