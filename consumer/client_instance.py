@@ -1,7 +1,8 @@
 """``MQClientInstance``: one per client id in a process, shared by its consumers.
 
 It owns what the consumers of a process share (spec 1.2): the name-server client and the
-routes, one channel stream and one gRPC channel per broker, the timers (route poll 30 s,
+routes, one channel stream and one gRPC channel per broker (both kept until shutdown: a failed
+call closes neither, and the stream reopens whatever ended it), the timers (route poll 30 s,
 heartbeat 30 s, offset persist 5 s), the ``RebalanceService`` and the ``PullMessageService``.
 A NOTIFY_CONSUMER_IDS_CHANGED from any broker wakes the rebalance of every group (RocketMQ
 ignores the group named in the notification too).
@@ -17,7 +18,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Protocol
 
-from aiorocketmq.consumer.broker_channel import BrokerChannel
+from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.pull_message_service import PullHandler, PullMessageService, PullRequest
 from aiorocketmq.consumer.rebalance_service import RebalanceService
@@ -300,8 +301,9 @@ class MQClientInstance:
                 self.client_id,
                 lambda: self.brokers.stub(addr),
                 self._on_channel_event,
-                self._on_channel_open,
+                self._on_channel_reopen,
                 reconnect_delay_ms=self.config.channel_reconnect_delay_ms,
+                reconnect_max_delay_ms=self.config.channel_reconnect_max_delay_ms,
             )
             self.channels[addr] = channel
             channel.start()
@@ -332,11 +334,33 @@ class MQClientInstance:
                     MessageQueue.from_proto(event.queue_released.message_queue)
                 )
 
-    async def _on_channel_open(self, channel: BrokerChannel) -> None:
-        """A (re)opened channel: heartbeat to that broker, then rebalance (onChannelActive)."""
-        if channel.opened_count > 1 and self.running:
+    async def _on_channel_reopen(self, channel: BrokerChannel) -> None:
+        """A reopened channel (or a first open no heartbeat waited for): heartbeat to that broker,
+        then rebalance (RocketMQ's onChannelActive).
+
+        Until a heartbeat lands on the new channel this client is in none of that broker's
+        groups, so where RocketMQ sends one, ours tries again (with the reconnect backoff)
+        while the channel stays open.
+        """
+        channel_id = channel.channel_id
+        failures = 0
+        while (
+            channel_id is not None
+            and self.running
+            and self.consumer_table
+            and channel.channel_id == channel_id
+        ):
             if await self._heartbeat_one(channel.addr, self._heartbeat_data()):
                 self.rebalance_immediately()
+                return
+            failures += 1
+            delay = reconnect_backoff_ms(
+                failures,
+                self.config.channel_reconnect_delay_ms,
+                self.config.channel_reconnect_max_delay_ms,
+                random.random(),
+            )
+            await asyncio.sleep(delay / 1000)
 
     def _heartbeat_data(self) -> common_pb2.HeartbeatData:
         return common_pb2.HeartbeatData(
