@@ -48,7 +48,7 @@ from aiorocketmq.producer import Message, Producer
 from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.runtime import run
 from aiorocketmq.trace import tracer
-from aiorocketmq.trace_check import TraceReport, check, read_traces
+from aiorocketmq.trace_check import TraceReport, check, client_id_of, read_traces
 from bench.procs import ProcessCluster
 
 __all__ = ["STEP_KINDS", "Schedule", "Step", "StepFailed", "main", "make_schedule", "run_schedule"]
@@ -300,6 +300,31 @@ class _Sender:
         await asyncio.gather(*self._inflight, return_exceptions=True)
 
 
+def duplicate_causes(
+    report: TraceReport, records: list[dict[str, Any]], broker_kills: list[tuple[str, int]]
+) -> dict[str, int]:
+    """Deliveries beyond the first, by cause: ``crash`` (a consumer killed, as the checker
+    says), ``broker_crash`` (consumed before and again after its broker's kill -9: the offsets
+    committed since the broker's last flush were lost with it) and ``graceful`` (the rest)."""
+    times: dict[str, list[int]] = {}
+    for r in records:
+        if r["event"] == "consumed":
+            times.setdefault(f"{r['mq']}@{r['offset']}", []).append(r["ts"])
+    causes: Counter[str] = Counter()
+    crashed = report.crashed_clients
+    for key, clients in report.duplicates.items():
+        extra = len(clients) - 1
+        ts = sorted(times.get(key, []))
+        broker = key.split("brokerName=", 1)[1].split(",", 1)[0] if "brokerName=" in key else ""
+        if any(client_id_of(c) in crashed for c in clients):
+            causes["crash"] += extra
+        elif ts and any(b == broker and ts[0] < t <= ts[-1] for b, t in broker_kills):
+            causes["broker_crash"] += extra
+        else:
+            causes["graceful"] += extra
+    return dict(causes)
+
+
 def _oneway_keys(records: list[dict[str, Any]]) -> set[str]:
     return {
         f"{r['mq']}@{r['offset'] + i}"
@@ -362,6 +387,7 @@ async def run_schedule(
     gone: list[ConsumerProc] = []
     rng = random.Random(schedule.seed)
     stop = asyncio.Event()
+    broker_kills: list[tuple[str, int]] = []
     counter = 0
 
     async def new_consumer() -> ConsumerProc:
@@ -402,6 +428,7 @@ async def run_schedule(
                     gone.append(victim)
                 elif step.kind == "kill_broker":
                     async with cluster_faults:
+                        broker_kills.append((step.target, int(time.time() * 1000)))
                         await cluster.kill_broker(step.target)
                         await asyncio.sleep(0.3)
                         await cluster.restart_broker(step.target)
@@ -427,6 +454,7 @@ async def run_schedule(
         live = {c.client_id for c in consumers}
         deadline = last_step_at + SETTLE_TIMEOUT_S
         report: TraceReport | None = None
+        records: list[dict[str, Any]] = []
         oneway: set[str] = set()
         while time.monotonic() < deadline:
             records = read_traces(p for p in paths if p.exists())
@@ -453,7 +481,7 @@ async def run_schedule(
         result.converge_ms = max(0, max(changes, default=last_step_ms) - last_step_ms)
         result.report = report
         result.lost = [k for k in report.never_consumed if k not in oneway]
-        result.duplicates = dict(report.duplicate_causes)
+        result.duplicates = duplicate_causes(report, records, broker_kills)
         result.double_ownership_ms = report.total_double_ownership_ms
     finally:
         stop.set()
@@ -476,7 +504,8 @@ def format_table(results: list[RunResult]) -> str:
     """The summary: schedules, steps, messages, lost, duplicates by cause, convergence."""
     lines = [
         f"{'handoff':8} {'schedules':>9} {'steps':>6} {'messages':>9} {'lost':>5} "
-        f"{'dup crash':>9} {'dup other':>9} {'double ms':>9} {'conv p50':>9} {'conv p99':>9}"
+        f"{'dup crash':>9} {'dup broker':>10} {'dup other':>9} {'double ms':>9} "
+        f"{'conv p50':>9} {'conv p99':>9}"
     ]
     for handoff in ("classic", "fenced"):
         rs = [r for r in results if r.schedule.handoff == handoff]
@@ -487,6 +516,7 @@ def format_table(results: list[RunResult]) -> str:
             f"{handoff:8} {len(rs):9d} {sum(len(r.schedule.steps) for r in rs):6d} "
             f"{sum(r.sent for r in rs):9d} {sum(len(r.lost) for r in rs):5d} "
             f"{sum(r.duplicates.get('crash', 0) for r in rs):9d} "
+            f"{sum(r.duplicates.get('broker_crash', 0) for r in rs):10d} "
             f"{sum(r.duplicates.get('graceful', 0) for r in rs):9d} "
             f"{sum(r.double_ownership_ms for r in rs):9d} "
             f"{_percentile(conv, 0.5) / 1000:8.1f}s {_percentile(conv, 0.99) / 1000:8.1f}s"

@@ -119,7 +119,6 @@ class ProcessCluster:
         proc = self.brokers.pop(name)
         proc.send_signal(signal.SIGKILL)
         await asyncio.to_thread(proc.wait, 10)
-        await self.conns.drop(self.broker_addrs[name])
 
     async def restart_broker(self, name: str) -> None:
         """Start ``name`` again on its port and store, and wait until it is registered."""

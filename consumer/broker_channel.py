@@ -1,27 +1,46 @@
 """``BrokerChannel``: the client end of one broker's ``OpenChannel`` stream.
 
-Theory of operation: a client instance keeps one stream open to each broker it talks to. The
-first event carries the ``channel_id`` that heartbeats name; the broker then pushes
-NOTIFY_CONSUMER_IDS_CHANGED (and, in the fenced handoff, QueueReleased). When the stream ends
-(the broker restarted, the network broke) the task opens it again after a short delay and
-calls ``on_open``, which re-sends the heartbeat and rebalances, like RocketMQ's channel-active
-listener. Cancelling the task ends the stream: the broker runs its channel-close path.
+Theory of operation: a client instance keeps one stream open to each broker it talks to, for
+as long as the instance runs. The first event carries the ``channel_id`` that heartbeats name;
+the broker then pushes NOTIFY_CONSUMER_IDS_CHANGED (and, in the fenced handoff, QueueReleased).
+
+Rules:
+
+- Only ``close()`` (the instance's shutdown) ends the task. Whatever else ends the stream (the
+  broker restarted or aborted it, the connection dropped, gRPC cancelled the call, a callback
+  failed) is logged and the stream is opened again, after ``reconnect_backoff_ms``: the delay
+  doubles with each failure in a row, up to a cap, with jitter; an open resets it.
+- Until the stream reopens, the broker has run its channel-close path: this client is in none of
+  that broker's groups. So a reopen calls ``on_reopen``, which heartbeats and rebalances like
+  RocketMQ's channel-active listener. A first open does too when a ``wait_ready`` caller gave up
+  waiting for it (the heartbeat that wanted it has already failed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import grpc
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.rpc import caller_cancelled
 from aiorocketmq.protocol.v1 import broker_pb2
 
-__all__ = ["BrokerChannel"]
+__all__ = ["BrokerChannel", "reconnect_backoff_ms"]
 
 log = get_logger("aiorocketmq.consumer.channel")
+
+
+def reconnect_backoff_ms(failures: int, initial_ms: int, max_ms: int, jitter: float) -> float:
+    """The wait before attempt ``failures + 1``: ``initial_ms`` doubled per failure in a row
+    after the first, capped at ``max_ms``, then scaled into its upper half by ``jitter`` in
+    [0, 1) (so never more than the cap, never less than half of the step)."""
+    step = min(max_ms, initial_ms << min(max(failures - 1, 0), 32))
+    return step * (0.5 + 0.5 * jitter)
 
 
 class BrokerChannel:
@@ -33,22 +52,28 @@ class BrokerChannel:
         client_id: str,
         stub: Callable[[], Any],
         on_event: Callable[[str, broker_pb2.ChannelEvent], None],
-        on_open: Callable[[BrokerChannel], Coroutine[Any, Any, None]],
+        on_reopen: Callable[[BrokerChannel], Coroutine[Any, Any, None]],
         *,
         reconnect_delay_ms: int = 200,
+        reconnect_max_delay_ms: int = 5_000,
     ) -> None:
         self.addr = addr
         self.client_id = client_id
         self._stub = stub
         self._on_event = on_event
-        self._on_open = on_open
+        self._on_reopen = on_reopen
         self.reconnect_delay_ms = reconnect_delay_ms
+        self.reconnect_max_delay_ms = reconnect_max_delay_ms
         self.channel_id: str | None = None
         self.broker_name = ""
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._side_tasks: set[asyncio.Task[None]] = set()
         self.opened_count = 0
+        # Stream attempts that ended in a row without an open, or since the last open ended.
+        self.failures = 0
+        # A wait_ready caller timed out before the next open: that open must catch up.
+        self._waiter_gave_up = False
 
     def start(self) -> None:
         if self._task is None:
@@ -72,6 +97,7 @@ class BrokerChannel:
             async with asyncio.timeout(timeout_s):
                 await self._ready.wait()
         except TimeoutError:
+            self._waiter_gave_up = True
             return None
         return self.channel_id
 
@@ -85,25 +111,62 @@ class BrokerChannel:
             client_id=self.client_id, language="PYTHON", version=1
         )
         while True:
-            call = self._stub().OpenChannel(request)
+            call: Any = None
             try:
+                call = self._stub().OpenChannel(request)
                 async for event in call:
-                    kind = event.WhichOneof("event")
-                    if kind == "opened":
-                        self.channel_id = event.opened.channel_id
-                        self.broker_name = event.opened.broker_name
-                        self.opened_count += 1
-                        self._ready.set()
-                        log.debug("channel opened", addr=self.addr, channel_id=self.channel_id)
-                        task = asyncio.create_task(self._on_open(self))
-                        self._side_tasks.add(task)
-                        task.add_done_callback(self._side_tasks.discard)
+                    if event.WhichOneof("event") == "opened":
+                        self._opened(event.opened)
                     else:
-                        self._on_event(self.addr, event)
+                        self._dispatch(event)
+                self._log_end("channel stream ended by the broker")
             except grpc.aio.AioRpcError as e:
-                log.debug("channel stream ended", addr=self.addr, code=e.code().name)
+                self._log_end("channel stream ended", code=e.code().name, details=e.details())
+            except asyncio.CancelledError:
+                if caller_cancelled():
+                    raise  # close(): the only way out
+                self._log_end("channel stream cancelled by gRPC")
+            except Exception:
+                log.exception("channel stream failed", addr=self.addr)
             finally:
-                call.cancel()
+                if call is not None:
+                    call.cancel()
                 self.channel_id = None
                 self._ready.clear()
-            await asyncio.sleep(self.reconnect_delay_ms / 1000)
+            self.failures += 1
+            delay = reconnect_backoff_ms(
+                self.failures, self.reconnect_delay_ms, self.reconnect_max_delay_ms, random.random()
+            )
+            await asyncio.sleep(delay / 1000)
+
+    def _log_end(self, event: str, **fields: Any) -> None:
+        """An open stream's end at INFO; the failed attempts that follow it at DEBUG."""
+        level = logging.INFO if self.failures == 0 else logging.DEBUG
+        log.log(level, event, addr=self.addr, failures=self.failures + 1, **fields)
+
+    def _opened(self, opened: broker_pb2.ChannelOpened) -> None:
+        self.channel_id = opened.channel_id
+        self.broker_name = opened.broker_name
+        self.opened_count += 1
+        self.failures = 0
+        catch_up = self.opened_count > 1 or self._waiter_gave_up
+        self._waiter_gave_up = False
+        self._ready.set()
+        log.log(
+            logging.INFO if self.opened_count > 1 else logging.DEBUG,
+            "channel opened",
+            addr=self.addr,
+            channel_id=self.channel_id,
+            opened_count=self.opened_count,
+        )
+        if catch_up:
+            task = asyncio.create_task(self._on_reopen(self))
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
+
+    def _dispatch(self, event: broker_pb2.ChannelEvent) -> None:
+        """Hand a pushed event to the owner; its failure costs the event, not the stream."""
+        try:
+            self._on_event(self.addr, event)
+        except Exception:
+            log.exception("channel event handler failed", addr=self.addr)

@@ -20,5 +20,22 @@ class ClientConfig:
     mq_client_api_timeout_ms: int = 3_000
     rebalance_wait_interval_ms: int = 20_000
     rebalance_min_interval_ms: int = 1_000
-    # Reconnect delay of a channel stream after it ends (ours: RocketMQ reconnects on demand).
+    # Ours (RocketMQ's remoting reconnects on demand, at the next request): a broker's channel
+    # stream that ended or failed to open is reopened after a delay that starts here and doubles
+    # with each failure in a row, up to the max, each drawn at random from its upper half
+    # (jitter, so the clients of a restarted broker do not all come back at once). Reopening
+    # never gives up; only the client's shutdown ends it.
     channel_reconnect_delay_ms: int = 200
+    channel_reconnect_max_delay_ms: int = 5_000
+
+    def __post_init__(self) -> None:
+        if self.channel_reconnect_delay_ms < 1:
+            raise ValueError(
+                f"channel_reconnect_delay_ms must be >= 1, got {self.channel_reconnect_delay_ms}"
+            )
+        if self.channel_reconnect_max_delay_ms < self.channel_reconnect_delay_ms:
+            raise ValueError(
+                "channel_reconnect_max_delay_ms must be >= channel_reconnect_delay_ms, got "
+                f"{self.channel_reconnect_max_delay_ms} < {self.channel_reconnect_delay_ms}"
+            )
+

@@ -1,7 +1,8 @@
 """``MQClientInstance``: one per client id in a process, shared by its consumers.
 
 It owns what the consumers of a process share (spec 1.2): the name-server client and the
-routes, one channel stream and one gRPC channel per broker, the timers (route poll 30 s,
+routes, one channel stream and one gRPC channel per broker (both kept until shutdown: a failed
+call closes neither, and the stream reopens whatever ended it), the timers (route poll 30 s,
 heartbeat 30 s, offset persist 5 s), the ``RebalanceService`` and the ``PullMessageService``.
 A NOTIFY_CONSUMER_IDS_CHANGED from any broker wakes the rebalance of every group (RocketMQ
 ignores the group named in the notification too).
@@ -17,7 +18,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Protocol
 
-from aiorocketmq.consumer.broker_channel import BrokerChannel
+from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.pull_message_service import PullHandler, PullMessageService, PullRequest
 from aiorocketmq.consumer.rebalance_service import RebalanceService
@@ -245,17 +246,17 @@ class MQClientInstance:
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any:
-        """Call ``method`` on ``broker_name``'s master; a transport failure reconnects next time."""
+        """Call ``method`` on ``broker_name``'s master; failures raise the typed ``MQError``.
+
+        A failure never closes the broker's channel: the other calls in flight on it (long-poll
+        pulls, the channel stream) go on, and gRPC reconnects a lost connection by itself.
+        """
         addr = self.find_broker_addr(broker_name)
         if addr is None:
             raise ServiceNotAvailable(f"no address for broker {broker_name} in the routes")
-        try:
-            return await call(
-                getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
-            )
-        except ServiceNotAvailable:
-            await self.brokers.drop(addr)
-            raise
+        return await call(
+            getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
+        )
 
     async def channel_id_for(self, broker_name: str) -> str | None:
         """The id of our open channel to ``broker_name``'s master (opened if needed)."""
@@ -308,8 +309,9 @@ class MQClientInstance:
                 self.client_id,
                 lambda: self.brokers.stub(addr),
                 self._on_channel_event,
-                self._on_channel_open,
+                self._on_channel_reopen,
                 reconnect_delay_ms=self.config.channel_reconnect_delay_ms,
+                reconnect_max_delay_ms=self.config.channel_reconnect_max_delay_ms,
             )
             self.channels[addr] = channel
             channel.start()
@@ -340,11 +342,33 @@ class MQClientInstance:
                     MessageQueue.from_proto(event.queue_released.message_queue)
                 )
 
-    async def _on_channel_open(self, channel: BrokerChannel) -> None:
-        """A (re)opened channel: heartbeat to that broker, then rebalance (onChannelActive)."""
-        if channel.opened_count > 1 and self.running:
+    async def _on_channel_reopen(self, channel: BrokerChannel) -> None:
+        """A reopened channel (or a first open no heartbeat waited for): heartbeat to that broker,
+        then rebalance (RocketMQ's onChannelActive).
+
+        Until a heartbeat lands on the new channel this client is in none of that broker's
+        groups, so where RocketMQ sends one, ours tries again (with the reconnect backoff)
+        while the channel stays open.
+        """
+        channel_id = channel.channel_id
+        failures = 0
+        while (
+            channel_id is not None
+            and self.running
+            and self.consumer_table
+            and channel.channel_id == channel_id
+        ):
             if await self._heartbeat_one(channel.addr, self._heartbeat_data()):
                 self.rebalance_immediately()
+                return
+            failures += 1
+            delay = reconnect_backoff_ms(
+                failures,
+                self.config.channel_reconnect_delay_ms,
+                self.config.channel_reconnect_max_delay_ms,
+                random.random(),
+            )
+            await asyncio.sleep(delay / 1000)
 
     def _heartbeat_data(self) -> common_pb2.HeartbeatData:
         return common_pb2.HeartbeatData(

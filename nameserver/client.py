@@ -5,8 +5,9 @@ Rules:
 - Addresses come as ``"host:port;host:port"`` (RocketMQ's ``namesrvAddr``) or a list.
 - Queries go to one name server: the last one that answered first, then the others in order.
   Only a transport failure (``ServiceNotAvailable``: unreachable, deadline exceeded) moves on to
-  the next; an answer, even an error such as ``TopicNotFound``, is final. A channel that failed
-  is closed and reopened on its next use, as RocketMQ closes a failed Netty channel.
+  the next; an answer, even an error such as ``TopicNotFound``, is final. A failed call leaves
+  its channel open: other calls share it, closing it would cancel them, and gRPC reconnects it
+  by itself (RocketMQ closes a failed Netty channel, which carries one request at a time there).
 - ``register_broker`` and ``unregister_broker`` go to *every* name server at once, as a broker's
   ``registerBrokerAll`` does (each keeps its own soft state); they succeed if one answered.
 - Every call has a deadline (``timeout`` seconds, per attempt).
@@ -66,16 +67,9 @@ class NameServerClient:
         request: Any,
         timeout: float | None,
     ) -> Resp:
-        """One RPC to one name server; a transport failure closes the channel it used."""
-        channel, stub = self._stub(addr)
-        try:
-            return await call(rpc(stub), request, self.timeout if timeout is None else timeout)
-        except ServiceNotAvailable:
-            current = self._channels.get(addr)
-            if current is not None and current[0] is channel:
-                del self._channels[addr]
-                await channel.close()
-            raise
+        """One RPC to one name server (its channel stays open whatever the outcome)."""
+        _, stub = self._stub(addr)
+        return await call(rpc(stub), request, self.timeout if timeout is None else timeout)
 
     async def _invoke(
         self,

@@ -242,11 +242,9 @@ class Producer:
             born_timestamp=_now_ms(),
             compact_result=True,
         )
-        try:
-            response = await call(self._brokers.stub(addr).SendMessage, request, timeout)
-        except ServiceNotAvailable:
-            await self._brokers.drop(addr)
-            raise
+        # A transport failure raises ServiceNotAvailable and leaves the shared channel open (gRPC
+        # reconnects it); the caller retries on another broker.
+        response = await call(self._brokers.stub(addr).SendMessage, request, timeout)
         if response.results:  # a broker without compact results, or a batch with delays
             ids = [r.msg_id for r in response.results]
             queue_offset = response.results[0].queue_offset

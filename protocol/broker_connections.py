@@ -1,8 +1,11 @@
 """``BrokerConnections``: one gRPC channel and stub per broker address, shared by a client.
 
 Clients (producers, consumers, mqadmin) talk to many brokers; this keeps one channel per
-address, opened on first use and dropped when a call to it fails at the transport level, so the
-next call reconnects.
+address, opened on first use and kept until ``close()``. A failed call never closes it: every
+call to that broker shares the channel, and closing it would cancel all of them (and the
+consumer's channel stream with them). A gRPC channel reconnects by itself after a lost
+connection or a peer's restart (keepalive and the reconnect backoff in ``CHANNEL_OPTIONS``), so
+the next call after a failure simply tries again.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ __all__ = ["BrokerConnections"]
 
 
 class BrokerConnections:
-    """Channels and ``BrokerStub`` objects by address."""
+    """Channels and ``BrokerStub`` objects by address, for as long as their owner lives."""
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[grpc.aio.Channel, Any]] = {}
@@ -31,13 +34,8 @@ class BrokerConnections:
             entry = self._entries[addr] = (channel, broker_pb2_grpc.BrokerStub(channel))
         return entry[1]
 
-    async def drop(self, addr: str) -> None:
-        """Forget ``addr``'s channel (after a transport failure) so the next call reconnects."""
-        entry = self._entries.pop(addr, None)
-        if entry is not None:
-            await entry[0].close()
-
     async def close(self) -> None:
+        """Close every channel: the owner's shutdown (calls still in flight are cancelled)."""
         entries, self._entries = self._entries, {}
         for channel, _ in entries.values():
             await channel.close()

@@ -2,11 +2,15 @@
 
 Rules: a servicer method never lets an exception escape as a crash: ``guard`` maps ``MQError``
 to its status and response code, and anything else to INTERNAL (logged with its traceback);
-every client call has a deadline.
+every client call has a deadline. A client call ends in its answer or a typed ``MQError``;
+``asyncio.CancelledError`` comes out of ``call`` only when the caller's own task was cancelled
+(grpc.aio also raises it when gRPC cancels a call, e.g. because its channel was closed: that
+becomes ``ServiceNotAvailable``, so no caller mistakes it for its own shutdown).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
@@ -14,13 +18,19 @@ from typing import Any, ParamSpec, TypeVar
 import grpc
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.errors import RESPONSE_CODE_KEY, MQError, from_rpc_error
+from aiorocketmq.protocol.errors import (
+    RESPONSE_CODE_KEY,
+    MQError,
+    ServiceNotAvailable,
+    from_rpc_error,
+)
 
 __all__ = [
     "CHANNEL_OPTIONS",
     "DEFAULT_RPC_TIMEOUT",
     "SERVER_OPTIONS",
     "call",
+    "caller_cancelled",
     "guard",
     "insecure_channel",
     "new_server",
@@ -105,13 +115,34 @@ async def abort_with(context: grpc.aio.ServicerContext, error: MQError) -> None:
     await context.abort(error.grpc_status, error.message)
 
 
+def caller_cancelled() -> bool:
+    """True when the running task was asked to cancel (its owner's shutdown, a timeout, the user).
+
+    grpc.aio raises ``asyncio.CancelledError`` out of a call in two cases: the awaiting task was
+    cancelled, or gRPC cancelled the call itself (its channel closed under it). Only the first
+    is a cancellation the caller must see; the task's pending cancel requests tell them apart.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 async def call(
     method: Callable[..., Awaitable[Resp]],
     request: Req,
     timeout: float = DEFAULT_RPC_TIMEOUT,
 ) -> Resp:
-    """Call a unary stub method with a deadline; failures raise the typed ``MQError``."""
+    """Call a unary stub method with a deadline; failures raise the typed ``MQError``.
+
+    A call that gRPC cancelled without the caller asking raises ``ServiceNotAvailable``.
+    """
     try:
         return await method(request, timeout=timeout)
     except grpc.aio.AioRpcError as e:
         raise from_rpc_error(e) from None
+    except asyncio.CancelledError:
+        if caller_cancelled():
+            raise
+        raise ServiceNotAvailable(
+            "the call was cancelled on the client side (its gRPC channel was closed)",
+            grpc_status=grpc.StatusCode.CANCELLED,
+        ) from None

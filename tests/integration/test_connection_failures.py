@@ -1,0 +1,446 @@
+"""Failures on a client's connection to a broker, injected over real gRPC on loopback.
+
+One failed call never cancels another; ``start()`` returns or raises a typed error, never
+``CancelledError``; whatever ends a consumer's channel stream (the broker aborted it, closed it,
+restarted), the stream reopens and the consumer is a member of its group again, holding its
+share of the queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from aiorocketmq.broker.service import BrokerService
+from aiorocketmq.consumer import AllocateMessageQueueAveragely, MessageQueue, PushConsumer
+from aiorocketmq.consumer.broker_channel import BrokerChannel
+from aiorocketmq.consumer.client_config import ClientConfig
+from aiorocketmq.consumer.client_instance import MQClientInstance
+from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.nameserver.service import NameServerService
+from aiorocketmq.producer import Message, Producer, SendStatus
+from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
+from aiorocketmq.protocol.rpc import call
+from aiorocketmq.protocol.v1 import broker_pb2
+from tests.helpers import wait_until
+from tests.integration.support import Received, owners
+
+TOPIC = "ConnTopic"
+PROBE = "ConnProbe"  # a topic nobody consumes: a long-poll pull on it stays in flight
+BROKERS = ("broker-a", "broker-b")
+QUEUES = 4
+GROUP = "conn-group"
+FAST = {"register_name_server_period_ms": 500, "flush_consumer_offset_interval_ms": 200}
+
+
+def client_config(**kw: Any) -> ClientConfig:
+    """Fast timers, and a reconnect backoff of 50 ms doubling up to 400 ms. The route poll is
+    fast too: a consumer that fetched its routes while a broker was restarting (unregistered)
+    learns of it again at the next poll."""
+    settings: dict[str, Any] = {
+        "poll_name_server_interval_ms": 500,
+        "persist_consumer_offset_interval_ms": 200,
+        "rebalance_wait_interval_ms": 2_000,
+        "channel_reconnect_delay_ms": 50,
+        "channel_reconnect_max_delay_ms": 400,
+    }
+    settings.update(kw)
+    return ClientConfig(**settings)
+
+
+class StreamFaults:
+    """Installed on ``BrokerService`` before the brokers start: aborts the next OpenChannel
+    streams of one client (by instance name) before they open, one per status in ``plan``."""
+
+    def __init__(self, instance_name: str) -> None:
+        self.suffix = "@" + instance_name
+        self.plan: list[grpc.StatusCode] = []
+        self.aborted: list[grpc.StatusCode] = []
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        original = BrokerService.OpenChannel
+        faults = self
+
+        async def open_channel(
+            service: BrokerService, request: broker_pb2.OpenChannelRequest, context: Any
+        ) -> AsyncIterator[broker_pb2.ChannelEvent]:
+            if request.client_id.endswith(faults.suffix) and faults.plan:
+                code = faults.plan.pop(0)
+                faults.aborted.append(code)
+                await context.abort(code, "injected: channel stream aborted")
+            async for event in original(service, request, context):
+                yield event
+
+        monkeypatch.setattr(BrokerService, "OpenChannel", open_channel)
+
+
+class Gate:
+    """Installed before the servers start: while closed, holds the broker's SendMessage calls
+    to PROBE and the name server's route queries of TOPIC (calls that stay in flight)."""
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+        self.opened.set()
+        self.waiting = 0
+
+    async def _hold(self) -> None:
+        self.waiting += 1
+        try:
+            await self.opened.wait()
+        finally:
+            self.waiting -= 1
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        send_message = BrokerService.SendMessage
+        get_route = NameServerService.GetRouteInfoByTopic
+        gate = self
+
+        async def held_send(
+            service: BrokerService, request: broker_pb2.SendMessageRequest, context: Any
+        ) -> broker_pb2.SendMessageResponse:
+            if request.topic == PROBE:
+                await gate._hold()
+            return await send_message(service, request, context)
+
+        async def held_route(service: NameServerService, request: Any, context: Any) -> Any:
+            if request.topic == TOPIC:
+                await gate._hold()
+            return await get_route(service, request, context)
+
+        monkeypatch.setattr(BrokerService, "SendMessage", held_send)
+        monkeypatch.setattr(NameServerService, "GetRouteInfoByTopic", held_route)
+
+
+@pytest.fixture
+def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[StreamFaults]:
+    f = StreamFaults("flaky")
+    f.install(monkeypatch)
+    yield f
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    g = Gate()
+    g.install(monkeypatch)
+    yield g
+    g.opened.set()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path, faults: StreamFaults, gate: Gate) -> AsyncIterator[LocalCluster]:
+    """Not the shared fixture: the fault and gate wrappers go on the service before it starts."""
+    async with LocalCluster(tmp_path, brokers=len(BROKERS), broker_overrides=FAST) as c:
+        await c.create_topic(TOPIC, QUEUES)
+        await c.create_topic(PROBE, 1)
+        yield c
+
+
+@pytest.fixture
+async def conns() -> AsyncIterator[BrokerConnections]:
+    c = BrokerConnections()
+    yield c
+    await c.close()
+
+
+def new_consumer(cluster: LocalCluster, name: str, received: Received, **kw: Any) -> PushConsumer:
+    c = PushConsumer(
+        GROUP, cluster.namesrv_addr, instance_name=name, client_config=client_config(**kw)
+    )
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(received.listener(name))
+    return c
+
+
+def client_of(consumer: PushConsumer) -> MQClientInstance:
+    assert consumer._client is not None
+    return consumer._client
+
+
+def channel_to(cluster: LocalCluster, consumer: PushConsumer, broker: str) -> BrokerChannel:
+    return client_of(consumer).channels[cluster.broker(broker).address]
+
+
+async def members(conns: BrokerConnections, cluster: LocalCluster, broker: str) -> list[str]:
+    """The group's client ids as the broker's GetConsumerListByGroup lists them."""
+    request = broker_pb2.GetConsumerListByGroupRequest(consumer_group=GROUP)
+    try:
+        response = await call(
+            conns.stub(cluster.broker(broker).address).GetConsumerListByGroup, request
+        )
+    except MQError:
+        return []  # no consumer in the group on that broker
+    return sorted(response.consumer_id_list)
+
+
+async def members_everywhere(
+    conns: BrokerConnections, cluster: LocalCluster, consumers: list[PushConsumer]
+) -> bool:
+    expected = sorted(c.client_id for c in consumers)
+    return all([await members(conns, cluster, b) == expected for b in BROKERS])
+
+
+def settled(consumers: list[PushConsumer]) -> bool:
+    """Each queue held by exactly one consumer, as AVG computes it."""
+    every = sorted(MessageQueue(TOPIC, b, q) for b in BROKERS for q in range(QUEUES))
+    held = owners(consumers)
+    if sorted(held) != every or any(len(v) != 1 for v in held.values()):
+        return False
+    cids = sorted(c.client_id for c in consumers)
+    avg = AllocateMessageQueueAveragely()
+    return all(
+        c.assigned_queues == set(avg.allocate(GROUP, c.client_id, every, cids)) for c in consumers
+    )
+
+
+async def rejoined(
+    conns: BrokerConnections, cluster: LocalCluster, consumers: list[PushConsumer], what: str
+) -> None:
+    """Every consumer is a member on every broker and the queues are split as AVG says."""
+    await wait_until(
+        lambda: members_everywhere(conns, cluster, consumers),
+        timeout=15,
+        message=f"{what}: members",
+    )
+    await wait_until(lambda: settled(consumers), timeout=15, message=f"{what}: settled")
+
+
+async def consumed_everything(
+    cluster: LocalCluster, received: Received, tag: str, count: int = 40
+) -> None:
+    """Send ``count`` messages over every queue; each is consumed."""
+    bodies = [f"{tag}-{i}".encode() for i in range(count)]
+    producer = Producer("conn-producer", cluster.namesrv_addr)
+    await producer.start()
+    try:
+        for body in bodies:
+            await producer.send(Message(TOPIC, body))
+    finally:
+        await producer.shutdown()
+    await wait_until(lambda: not received.missing(bodies), timeout=15, message=f"{tag} consumed")
+
+
+def probe_pull(group: str, timeout_ms: int) -> broker_pb2.PullMessageRequest:
+    """A long-poll pull of the idle probe queue, held by the broker up to ``timeout_ms``."""
+    return broker_pb2.PullMessageRequest(
+        consumer_group=group,
+        topic=PROBE,
+        queue_id=0,
+        queue_offset=0,
+        max_msg_nums=32,
+        has_subscription=True,
+        sub_expression="*",
+        suspend=True,
+        suspend_timeout_millis=timeout_ms,
+    )
+
+
+async def test_aborted_channel_streams_reopen_until_the_consumer_is_a_member(
+    cluster: LocalCluster, faults: StreamFaults, conns: BrokerConnections
+) -> None:
+    received = Received()
+    steady = new_consumer(cluster, "steady", received)
+    # The heartbeat of start() gives up waiting for a channel after 500 ms; the aborts below
+    # take longer, so the consumer joins through its channel's first open, not start().
+    flaky = new_consumer(cluster, "flaky", received, mq_client_api_timeout_ms=500)
+    codes = [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.CANCELLED]
+    faults.plan = codes * 4
+    try:
+        await steady.start()
+        await flaky.start()  # returns although no channel opened yet
+        await rejoined(conns, cluster, [steady, flaky], "after 12 aborted streams")
+        assert faults.aborted == codes * 4
+        assert all(channel_to(cluster, flaky, b).opened_count == 1 for b in BROKERS)
+        await consumed_everything(cluster, received, "aborted")
+
+        # The broker's own channel-close path ends an open stream (as its expiry scan or an
+        # UNREGISTER of the channel would): the consumer leaves the group, and comes back.
+        broker = cluster.broker("broker-a")
+        channel = channel_to(cluster, flaky, "broker-a")
+        old_id = channel.channel_id
+        [closed] = [c for c in broker.client.channels.values() if c.client_id == flaky.client_id]
+        broker.client.close_channel(closed)
+        assert broker.client.consumer_manager.find_channel(GROUP, flaky.client_id) is None
+        await wait_until(
+            lambda: channel.opened_count == 2 and channel.channel_id not in (None, old_id),
+            timeout=10,
+            message="the closed channel reopened",
+        )
+        await rejoined(conns, cluster, [steady, flaky], "after the broker closed the channel")
+        await consumed_everything(cluster, received, "closed")
+        assert flaky.running
+    finally:
+        await flaky.shutdown()
+        await steady.shutdown()
+
+
+async def test_a_broker_restart_under_running_consumers(
+    cluster: LocalCluster, conns: BrokerConnections
+) -> None:
+    received = Received()
+    c1 = new_consumer(cluster, "c1", received)
+    c2 = new_consumer(cluster, "c2", received)
+    try:
+        await c1.start()
+        await rejoined(conns, cluster, [c1], "c1 alone")
+        channel = channel_to(cluster, c1, "broker-a")
+        # c2 starts while broker-a restarts: its start() returns or says why, typed.
+        results = await asyncio.gather(
+            c2.start(), cluster.restart_broker("broker-a"), return_exceptions=True
+        )
+        assert not isinstance(results[1], BaseException), results[1]
+        if isinstance(results[0], BaseException):
+            assert isinstance(results[0], MQError), repr(results[0])
+            await c2.start()
+        await wait_until(
+            lambda: channel.opened_count == 2, timeout=10, message="c1's channel reopened"
+        )
+        await rejoined(conns, cluster, [c1, c2], "after the restart")
+        await consumed_everything(cluster, received, "restart")
+        assert c1.running and c2.running
+    finally:
+        await c2.shutdown()
+        await c1.shutdown()
+
+
+async def test_a_deadline_cancels_no_other_call_on_the_connection(
+    cluster: LocalCluster, conns: BrokerConnections
+) -> None:
+    received = Received()
+    c = new_consumer(cluster, "c", received)
+    try:
+        await c.start()
+        await rejoined(conns, cluster, [c], "started")
+        client = client_of(c)
+        channel = channel_to(cluster, c, "broker-a")
+        channel_id = channel.channel_id
+        broker = cluster.broker("broker-a")
+        held = broker.hold.held_count()  # the consumer's own long polls, one per queue
+
+        # Two more long polls in flight on the consumer's connection to broker-a.
+        kept = asyncio.create_task(
+            client.invoke_broker("broker-a", "PullMessage", probe_pull("probe", 10_000), 15)
+        )
+        cancelled = asyncio.create_task(
+            client.invoke_broker("broker-a", "PullMessage", probe_pull("probe", 10_000), 15)
+        )
+        await wait_until(
+            lambda: broker.hold.held_count() == held + 2, message="probe pulls held by the broker"
+        )
+
+        # A call on the same connection runs past its deadline: a typed error, nothing else.
+        with pytest.raises(ServiceNotAvailable) as e:
+            await client.invoke_broker("broker-a", "PullMessage", probe_pull("probe", 10_000), 0.05)
+        assert e.value.grpc_status is grpc.StatusCode.DEADLINE_EXCEEDED
+
+        # A call its caller cancels ends in CancelledError, and only that call.
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+
+        producer = Producer("probe-producer", cluster.namesrv_addr)
+        await producer.start()
+        try:
+            await producer.send(Message(PROBE, b"wake"), MessageQueue(PROBE, "broker-a", 0))
+        finally:
+            await producer.shutdown()
+        response = await kept
+        assert [m.body for m in response.messages] == [b"wake"]
+
+        assert channel.channel_id == channel_id and channel.opened_count == 1
+        assert await members_everywhere(conns, cluster, [c])
+        assert settled([c])
+        await consumed_everything(cluster, received, "deadline")
+    finally:
+        await c.shutdown()
+
+
+async def test_a_call_cancelled_by_grpc_raises_a_typed_error(cluster: LocalCluster) -> None:
+    """A call whose channel is closed under it (not by its caller) gets ServiceNotAvailable."""
+    conns = BrokerConnections()
+    stub = conns.stub(cluster.broker("broker-a").address)
+    pull = asyncio.create_task(call(stub.PullMessage, probe_pull("probe", 10_000), 15))
+    broker = cluster.broker("broker-a")
+    await wait_until(lambda: broker.hold.held_count() == 1, message="the pull is held")
+    await conns.close()
+    with pytest.raises(ServiceNotAvailable) as e:
+        await pull
+    assert e.value.grpc_status is grpc.StatusCode.CANCELLED
+
+
+async def test_a_channel_stream_cancelled_by_grpc_reopens_and_only_close_ends_it(
+    cluster: LocalCluster,
+) -> None:
+    broker = cluster.broker("broker-a")
+    conns = BrokerConnections()
+    reopened: list[str | None] = []
+
+    async def on_reopen(channel: BrokerChannel) -> None:
+        reopened.append(channel.channel_id)
+
+    channel = BrokerChannel(
+        broker.address,
+        "127.0.0.1@probe",
+        lambda: conns.stub(broker.address),
+        lambda addr, event: None,
+        on_reopen,
+        reconnect_delay_ms=50,
+        reconnect_max_delay_ms=400,
+    )
+    channel.start()
+    try:
+        first = await channel.wait_ready(5)
+        assert first is not None and first in broker.client.channels
+        # Closing the gRPC channel cancels the stream under the task (not the task itself).
+        await conns.close()
+        await wait_until(lambda: len(reopened) == 1, message="the stream reopened")
+        assert channel.opened_count == 2 and reopened == [channel.channel_id]
+        assert first not in broker.client.channels
+        assert channel.channel_id in broker.client.channels
+    finally:
+        await channel.close()
+        await conns.close()
+    await wait_until(lambda: not broker.client.channels, message="close() ended the stream")
+
+
+async def test_producer_and_name_server_failures_cancel_no_other_call(
+    cluster: LocalCluster, gate: Gate
+) -> None:
+    producer = Producer("conn-producer", cluster.namesrv_addr)
+    await producer.start()
+    try:
+        mq = MessageQueue(PROBE, "broker-a", 0)
+        await producer.send(Message(PROBE, b"route"), mq)  # the route is known from here on
+        gate.opened.clear()
+        sends = [
+            asyncio.create_task(producer.send(Message(PROBE, f"m{i}".encode()), mq, timeout=15))
+            for i in range(20)
+        ]
+        await wait_until(lambda: gate.waiting == 20, message="sends held by the broker")
+        with pytest.raises(ServiceNotAvailable) as e:
+            await producer.send(Message(PROBE, b"late"), mq, timeout=0.2)
+        assert e.value.grpc_status is grpc.StatusCode.DEADLINE_EXCEEDED
+        gate.opened.set()
+        results = await asyncio.gather(*sends)
+        assert {r.send_status for r in results} == {SendStatus.SEND_OK}
+    finally:
+        gate.opened.set()
+        await producer.shutdown()
+
+    async with NameServerClient(cluster.namesrv_addr) as ns:
+        gate.opened.clear()
+        queries = [
+            asyncio.create_task(ns.get_route_info_by_topic(TOPIC, timeout=15)) for _ in range(20)
+        ]
+        await wait_until(lambda: gate.waiting == 20, message="queries held by the name server")
+        with pytest.raises(ServiceNotAvailable):
+            await ns.get_route_info_by_topic(TOPIC, timeout=0.2)
+        gate.opened.set()
+        routes = await asyncio.gather(*queries)
+        assert all(len(r.queue_datas) == len(BROKERS) for r in routes)
