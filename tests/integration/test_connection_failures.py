@@ -159,8 +159,8 @@ def new_consumer(cluster: LocalCluster, name: str, received: Received, **kw: Any
 
 
 def client_of(consumer: PushConsumer) -> MQClientInstance:
-    assert consumer._client is not None
-    return consumer._client
+    assert consumer._impl.client is not None
+    return consumer._impl.client
 
 
 def channel_to(cluster: LocalCluster, consumer: PushConsumer, broker: str) -> BrokerChannel:
