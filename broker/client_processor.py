@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import threading
 import time
 from pathlib import Path
@@ -28,7 +29,10 @@ from aiorocketmq.broker.client.queue_grants import QueueGrantManager
 from aiorocketmq.broker.client.rebalance_lock_manager import RebalanceLockManager
 from aiorocketmq.broker.client.subscription_data import SubscriptionData
 from aiorocketmq.broker.config import BrokerConfig
-from aiorocketmq.broker.offset.consumer_offset_manager import ConsumerOffsetManager
+from aiorocketmq.broker.offset.consumer_offset_manager import (
+    ConsumerOffsetManager,
+    write_atomically,
+)
 from aiorocketmq.broker.schedule import ScheduleMessageService
 from aiorocketmq.broker.store import MessageStore
 from aiorocketmq.broker.topic_config_manager import TopicConfigManager
@@ -48,6 +52,8 @@ from aiorocketmq.protocol.validators import check_group, check_topic, dlq_topic,
 from aiorocketmq.trace import tracer
 
 __all__ = ["ClientManageProcessor"]
+
+QUEUE_GRANTS_FILE = "queueGrants.json"
 
 log = get_logger("aiorocketmq.broker.client")
 
@@ -82,9 +88,13 @@ class ClientManageProcessor:
         self.producer_manager = ProducerManager()
         self.locks = RebalanceLockManager(lock_max_live_ms=config.rebalance_lock_max_live_time_ms)
         self.grants = QueueGrantManager(epoch_base=_now_ms())
+        self._grants_persisted = 0
         self.offsets = ConsumerOffsetManager(store_root)
         self._persist_lock = threading.Lock()
         self.offsets.load()
+        # The fenced grants and epochs, persisted beside the offsets after every change.
+        self.grants_file = Path(store_root) / "config" / QUEUE_GRANTS_FILE
+        self._load_grants()
 
     # ---- channels --------------------------------------------------------------------------
     def open_channel(self, request: broker_pb2.OpenChannelRequest, peer: str) -> Channel:
@@ -100,6 +110,8 @@ class ClientManageProcessor:
             opened_at=_now_ms(),
         )
         self.channels[channel_id] = channel
+        if self.grants.rebind(request.client_id, channel_id):
+            self._persist_grants()
         log.info(
             "channel opened", channel_id=channel_id, client_id=request.client_id, remote_addr=peer
         )
@@ -154,8 +166,12 @@ class ClientManageProcessor:
         return channel
 
     def scan_not_active_channel(self) -> None:
-        """Housekeeping (every 10 s): drop channels silent past the expiry (120 s)."""
+        """Housekeeping (every 10 s): drop channels silent past the expiry (120 s), and grants
+        restored at start whose client did not come back within that expiry."""
         now = _now_ms()
+        for group, mq in self.grants.expire_orphans(now, self.config.channel_expired_timeout_ms):
+            self._push_queue_released(group, mq)
+        self._persist_grants()
         expired = self.consumer_manager.scan_not_active_channel(
             now, notify=self.config.notify_consumer_ids_changed_on_channel_expiry
         )
@@ -327,6 +343,7 @@ class ClientManageProcessor:
         result = self.grants.acquire(
             request.consumer_group, request.client_id, request.channel_id, mqs
         )
+        self._persist_grants()  # before the answer: a grant survives a crash once given
         response = broker_pb2.AcquireQueuesResponse()
         for mq, epoch in result.granted:
             committed = self.offsets.query_offset(request.consumer_group, mq.topic, mq.queue_id)
@@ -354,6 +371,7 @@ class ClientManageProcessor:
                 self.offsets.commit_offset(peer, group, mq.topic, mq.queue_id, finals[mq])
 
         released = self.grants.release(group, request.client_id, pairs, commit=commit_final)
+        self._persist_grants()
         for mq in released:
             self._push_queue_released(group, mq)
         return broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
@@ -361,6 +379,28 @@ class ClientManageProcessor:
     def _release_grants_of(self, channel_id: str) -> None:
         for group, mq in self.grants.release_channel(channel_id):
             self._push_queue_released(group, mq)
+        self._persist_grants()
+
+    def _load_grants(self) -> None:
+        """Restore the grants of the last run (each an orphan until its client is back)."""
+        try:
+            text = self.grants_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        try:
+            restored = self.grants.restore(json.loads(text), _now_ms())
+        except ValueError as e:  # json.JSONDecodeError is a ValueError
+            log.error("queue grant table unreadable, starting without it", error=str(e))
+            return
+        self._grants_persisted = self.grants.version
+        log.info("queue grants restored", grants=restored, file=str(self.grants_file))
+
+    def _persist_grants(self) -> None:
+        """Write the grant table if it changed (rare: rebalances, not pulls), durably."""
+        if self.grants.version == self._grants_persisted:
+            return
+        write_atomically(self.grants_file, json.dumps(self.grants.to_json(), indent=1))
+        self._grants_persisted = self.grants.version
 
     def _push_queue_released(self, group: str, mq: MessageQueue) -> None:
         info = self.consumer_manager.get_consumer_group_info(group)

@@ -47,6 +47,7 @@ __all__ = [
     "TOPIC_GROUP_SEPARATOR",
     "ConsumerOffsetManager",
     "DataVersion",
+    "write_atomically",
 ]
 
 log = get_logger("aiorocketmq.broker.offset.consumer_offset_manager")
@@ -261,14 +262,16 @@ class ConsumerOffsetManager:
 
     def persist(self) -> None:
         """Write the file atomically (temporary file + ``os.replace``), keeping a ``.bak``."""
-        _write_atomically(self.config_file_path, self.encode(pretty=True))
+        write_atomically(self.config_file_path, self.encode(pretty=True))
 
 
 def _bak_path(path: Path) -> Path:
     return path.with_name(path.name + ".bak")
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` durably: a fsynced temporary file replaces it, the old one
+    kept as ``.bak``; a crash leaves the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:

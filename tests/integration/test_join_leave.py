@@ -174,6 +174,22 @@ async def test_broker_restarted_mid_consumption(
         s.record("broker restarted mid-consumption", report)
 
 
+async def test_fenced_grants_survive_a_broker_restart(cluster: LocalCluster, tmp_path: Path) -> None:
+    """A consumer joins right after a broker restarted: the queues it is given are still held
+    by their owner (the grants were restored), so it waits for their release rather than
+    pulling them at the same time (without the restored grants it is granted them at once)."""
+    async with scenario(cluster, tmp_path, "fenced") as s:
+        s.start_producing()
+        await s.join("c0")
+        await s.settle()
+        await cluster.restart_broker("broker-b")
+        await s.join("c1")
+        await s.settle()
+        report = await s.all_consumed(timeout=40)
+        s.record("fenced grants across a broker restarted", report)
+        assert report.total_double_ownership_ms == 0, report.double_ownership_ms
+
+
 @HANDOFF
 async def test_name_server_down_for_a_while(
     cluster: LocalCluster, tmp_path: Path, handoff: str

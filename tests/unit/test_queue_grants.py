@@ -3,6 +3,8 @@ stateful property test (no double ownership, epochs never decrease)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -154,6 +156,59 @@ def test_duplicate_queues_in_one_request_are_granted_once() -> None:
 
 
 CLIENTS = ["c0", "c1", "c2"]
+def restarted(before: QueueGrantManager, now: int = 1_000) -> QueueGrantManager:
+    """A broker restarted: a new manager (a later epoch base) restored from the old one's file."""
+    after = QueueGrantManager(epoch_base=10)
+    after.restore(json.loads(json.dumps(before.to_json())), now)
+    return after
+
+
+def test_grants_survive_a_restart_and_their_holder_goes_on_with_its_epoch() -> None:
+    m = QueueGrantManager()
+    m.acquire("G", "c1", "ch1", [Q0, Q1])
+    m.acquire("G", "c2", "ch2", [Q2])
+    after = restarted(m)
+    # Nobody else is granted a restored queue, and the holder's epoch is still current.
+    assert after.acquire("G", "c2", "ch-new2", [Q0]).denied == [(Q0, "c1", 1)]
+    after.check_epoch("G", Q0, 1)
+    after.check_epoch("G", Q2, 1)
+    # The holder's new channel takes its grants over (acquire again or just reconnect).
+    assert after.rebind("c1", "ch-new1") == 2
+    assert [g.mq for g in after.grants_of_channel("ch-new1")] == [Q0, Q1]
+    assert after.acquire("G", "c2", "ch-new2", [Q2]).granted == [(Q2, 1)]  # c2 re-acquires
+    # Its next channel close releases them, as before the restart.
+    assert after.release_channel("ch-new1") == [("G", Q0), ("G", Q1)]
+    # Epochs never repeat across the restart.
+    assert after.acquire("G", "c2", "ch-new2", [Q0]).granted == [(Q0, 2)]
+
+
+def test_orphans_whose_client_never_comes_back_expire() -> None:
+    m = QueueGrantManager()
+    m.acquire("G", "c1", "ch1", [Q0])
+    after = restarted(m, now=1_000)
+    assert after.expire_orphans(now=100_000, expiry_ms=120_000) == []
+    assert after.holder("G", Q0) is not None
+    assert after.expire_orphans(now=121_000, expiry_ms=120_000) == [("G", Q0)]
+    assert after.holder("G", Q0) is None
+    assert after.acquire("G", "c2", "ch2", [Q0]).granted == [(Q0, 2)]
+
+
+def test_a_malformed_grant_table_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="malformed queue grant table"):
+        QueueGrantManager().restore({"grantTable": [{"group": "G"}]}, 0)
+
+
+def test_the_version_moves_on_every_change_only() -> None:
+    m = QueueGrantManager()
+    v0 = m.version
+    m.acquire("G", "c1", "ch1", [Q0])
+    v1 = m.version
+    m.acquire("G", "c1", "ch1", [Q0])  # idempotent: nothing to persist
+    assert v1 > v0 and m.version == v1
+    m.release("G", "c1", [(Q0, 1)])
+    assert m.version > v1
+
+
 QUEUES = [MessageQueue("T", "b", i) for i in range(3)]
 GROUPS = ["G", "H"]
 
