@@ -46,6 +46,8 @@ from typing import Any
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.producer import Message, Producer
 from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.rpc import call
+from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.runtime import run
 from aiorocketmq.trace import tracer
 from aiorocketmq.trace_check import TraceReport, check, client_id_of, read_traces
@@ -335,25 +337,13 @@ def _oneway_keys(records: list[dict[str, Any]]) -> set[str]:
 
 
 async def _set_notify(cluster: ProcessCluster, enabled: bool) -> None:
-    """``mqadmin updateBrokerConfig`` on every broker: notifyConsumerIdsChangedEnable."""
+    """UPDATE_BROKER_CONFIG (``mqadmin updateBrokerConfig``'s RPC) on every broker:
+    notifyConsumerIdsChangedEnable on or off."""
+    request = broker_pb2.UpdateBrokerConfigRequest(
+        properties={"notifyConsumerIdsChangedEnable": "true" if enabled else "false"}
+    )
     for addr in cluster.broker_addrs.values():
-        proc = await asyncio.create_subprocess_exec(
-            str(Path(sys.executable).parent / "mqadmin"),
-            "updateBrokerConfig",
-            "-n",
-            cluster.namesrv_addr,
-            "-b",
-            addr,
-            "-k",
-            "notifyConsumerIdsChangedEnable",
-            "-v",
-            "true" if enabled else "false",
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        _, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise RuntimeError(f"updateBrokerConfig on {addr}: {err.decode().strip()}")
+        await call(cluster.conns.stub(addr).UpdateBrokerConfig, request, 10.0)
 
 
 async def run_schedule(

@@ -167,9 +167,9 @@ class ClientManageProcessor:
 
     def scan_not_active_channel(self) -> None:
         """Housekeeping (every 10 s): drop channels silent past the expiry (120 s), and grants
-        restored at start whose client did not come back within that expiry."""
+        restored at start whose client did not come back (``restored_grant_expiry_ms``)."""
         now = _now_ms()
-        for group, mq in self.grants.expire_orphans(now, self.config.channel_expired_timeout_ms):
+        for group, mq in self.grants.expire_orphans(now, self.config.restored_grant_expiry_ms):
             self._push_queue_released(group, mq)
         self._persist_grants()
         expired = self.consumer_manager.scan_not_active_channel(

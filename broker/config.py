@@ -64,6 +64,9 @@ class BrokerConfig:
     max_pull_msg_nums: int = 1024
     # Locks (LOCK_BATCH_MQ) and the fenced handoff
     rebalance_lock_max_live_time_ms: int = 60_000
+    # Ours: a fenced grant restored at start is released if its client has not opened a channel
+    # within this time (a live client reconnects within its reconnect backoff, 5 s at most).
+    restored_grant_expiry_ms: int = 15_000
     # Retries and delayed delivery
     max_reconsume_times: int = 16
     retry_queue_nums: int = 1

@@ -36,7 +36,8 @@ yet (channels do not survive the process): it is an *orphan*, still held, so nob
 granted the queue, and its holder keeps pulling and committing with the same epoch as if the
 broker had never gone. When the holder's client opens a channel again, ``rebind`` attaches its
 orphans to that channel (so its next close releases them, as before). Orphans whose client
-never comes back are released by ``expire_orphans`` after the channel expiry (120 s). So a
+never comes back (it died while the broker was down) are released by ``expire_orphans``
+(``restored_grant_expiry_ms``, 15 s: a live client reconnects well within it). So a
 broker restart opens no window of double ownership, not even nominal in the trace.
 
 The offsets travel with the grants but live in ``ConsumerOffsetManager``; the service combines
