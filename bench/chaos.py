@@ -377,7 +377,6 @@ async def run_schedule(
     gone: list[ConsumerProc] = []
     rng = random.Random(schedule.seed)
     stop = asyncio.Event()
-    broker_kills: list[tuple[str, int]] = []
     counter = 0
 
     async def new_consumer() -> ConsumerProc:
@@ -418,7 +417,6 @@ async def run_schedule(
                     gone.append(victim)
                 elif step.kind == "kill_broker":
                     async with cluster_faults:
-                        broker_kills.append((step.target, int(time.time() * 1000)))
                         await cluster.kill_broker(step.target)
                         await asyncio.sleep(0.3)
                         await cluster.restart_broker(step.target)
@@ -471,7 +469,8 @@ async def run_schedule(
         result.converge_ms = max(0, max(changes, default=last_step_ms) - last_step_ms)
         result.report = report
         result.lost = [k for k in report.never_consumed if k not in oneway]
-        result.duplicates = duplicate_causes(report, records, broker_kills)
+        # Every kill counts, this schedule's or another's running beside it on the cluster.
+        result.duplicates = duplicate_causes(report, records, cluster.kills)
         result.double_ownership_ms = report.total_double_ownership_ms
     finally:
         stop.set()

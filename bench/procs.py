@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -53,6 +54,8 @@ class ProcessCluster:
         self.namesrv: subprocess.Popen[bytes] | None = None
         self.brokers: dict[str, subprocess.Popen[bytes]] = {}
         self.conns = BrokerConnections()
+        # (broker name, wall-clock ms) of every kill_broker: what a checker attributes to it.
+        self.kills: list[tuple[str, int]] = []
 
     def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
         bin_dir = Path(sys.executable).parent
@@ -117,6 +120,7 @@ class ProcessCluster:
     async def kill_broker(self, name: str) -> None:
         """SIGKILL: no flush, no unregistration (what a crash of the machine's process does)."""
         proc = self.brokers.pop(name)
+        self.kills.append((name, int(time.time() * 1000)))
         proc.send_signal(signal.SIGKILL)
         await asyncio.to_thread(proc.wait, 10)
 
