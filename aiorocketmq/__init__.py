@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         SelectMessageQueueByHash,
         SelectMessageQueueByRandom,
     )
+    from aiorocketmq.producer.settings import ProducerSettings
     from aiorocketmq.protocol.errors import MQError
     from aiorocketmq.protocol.message import Message, MessageExt
     from aiorocketmq.protocol.message_queue import MessageQueue
@@ -91,6 +92,7 @@ _EXPORTS: dict[str, str] = {
     ),
     "LocalCluster": "aiorocketmq.local_cluster",
     **dict.fromkeys(["Producer", "SendResult", "SendStatus"], "aiorocketmq.producer.producer"),
+    "ProducerSettings": "aiorocketmq.producer.settings",
     **dict.fromkeys(
         ["MessageQueueSelector", "SelectMessageQueueByHash", "SelectMessageQueueByRandom"],
         "aiorocketmq.producer.selector",
@@ -126,6 +128,7 @@ __all__ = [
     "MessageQueueListener",
     "MessageQueueSelector",
     "Producer",
+    "ProducerSettings",
     "PushConsumer",
     "PushConsumerSettings",
     "SelectMessageQueueByHash",

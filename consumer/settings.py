@@ -17,8 +17,6 @@ them to the current field.
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -31,6 +29,7 @@ from aiorocketmq.consumer.allocate import (
 )
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.types import ConsumeFromWhere, MessageModel, MessageQueueListener
+from aiorocketmq.protocol.options import build_options, same
 from aiorocketmq.protocol.validators import check_group
 
 __all__ = [
@@ -244,24 +243,14 @@ S = TypeVar("S", bound=ConsumerSettings)
 def build_settings(cls: type[S], base: S | None, options: dict[str, Any]) -> S:
     """``base`` (or the defaults) with ``options`` applied, legacy names mapped, checked.
 
-    An unknown option is a ``TypeError`` naming it and the closest known names.
+    ``None`` for ``allocate_strategy`` or ``consume_timestamp`` means the default, as before.
     """
-    names = {f.name for f in dataclasses.fields(cls)}
-    changes: dict[str, Any] = {}
-    for key, value in options.items():
-        name = LEGACY_NAMES.get(key, key)
-        if name not in names:
-            close = difflib.get_close_matches(key, sorted(names), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise TypeError(f"{cls.__name__} has no option {key!r}{hint}")
-        changes[name] = value
-    if changes.get("allocate_strategy", 0) is None:
-        del changes["allocate_strategy"]
-    if changes.get("consume_timestamp", 0) is None:
-        del changes["consume_timestamp"]
-    settings = dataclasses.replace(base, **changes) if base is not None else cls(**changes)
-    settings.check()
-    return settings
+    options = {
+        k: v
+        for k, v in options.items()
+        if not (v is None and k in ("allocate_strategy", "consume_timestamp"))
+    }
+    return build_options(cls, base, options, {k: (v, same) for k, v in LEGACY_NAMES.items()})
 
 
 def check_group_name(group: str) -> None:

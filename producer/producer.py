@@ -22,6 +22,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.producer.fault import LatencyFaultTolerance
 from aiorocketmq.producer.selector import MessageQueueSelector, TopicPublishInfo
+from aiorocketmq.producer.settings import ProducerSettings, build_producer_settings
 from aiorocketmq.protocol.batch import encode_batch
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.client_id import build_client_id, default_instance_name, local_ip
@@ -48,7 +49,6 @@ __all__ = ["AUTO_CREATE_TOPIC_KEY_TOPIC", "Producer", "SendResult", "SendStatus"
 log = get_logger("aiorocketmq.producer")
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 # retryResponseCodes: broker answers worth trying elsewhere.
 _RETRY_CODES = {
     ResponseCode.TOPIC_NOT_EXIST,
@@ -98,28 +98,23 @@ class Producer:
         self,
         group: str,
         namesrv_addr: str,
-        *,
-        instance_name: str | None = None,
-        send_msg_timeout: float = 3.0,
-        retry_times_when_send_failed: int = 2,
-        send_latency_fault_enable: bool = False,
-        poll_name_server_interval: float = 30.0,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-        default_topic_queue_nums: int = 4,
+        settings: ProducerSettings | None = None,
+        **options: Any,
     ) -> None:
+        """``settings`` and keyword options: every one is documented in ``ProducerSettings``."""
         check_group(group)
-        if retry_times_when_send_failed < 0:
-            raise ValueError("retry_times_when_send_failed must be >= 0")
+        self.settings = s = build_producer_settings(settings, options)
         self.group = group
         self.namesrv_addr = namesrv_addr
-        self.instance_name = instance_name or default_instance_name()
+        self.instance_name = s.instance_name or default_instance_name()
         self.client_id = build_client_id(local_ip(), self.instance_name)
-        self.send_msg_timeout = send_msg_timeout
-        self.retry_times_when_send_failed = retry_times_when_send_failed
-        self.send_latency_fault_enable = send_latency_fault_enable
-        self.poll_name_server_interval = poll_name_server_interval
-        self.max_message_size = max_message_size
-        self.default_topic_queue_nums = default_topic_queue_nums
+        # Seconds, for the deadlines of the calls.
+        self.send_msg_timeout = s.send_msg_timeout_ms / 1000
+        self.retry_times_when_send_failed = s.retry_times_when_send_failed
+        self.send_latency_fault_enable = s.send_latency_fault_enable
+        self.poll_name_server_interval = s.poll_name_server_interval_ms / 1000
+        self.max_message_size = s.max_message_size
+        self.default_topic_queue_nums = s.default_topic_queue_nums
         self.fault = LatencyFaultTolerance()
         self._namesrv: NameServerClient | None = None
         self._brokers = BrokerConnections()

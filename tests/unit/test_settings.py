@@ -11,6 +11,7 @@ from aiorocketmq import (
     Handoff,
     LitePullConsumer,
     LitePullConsumerSettings,
+    ProducerSettings,
     PushConsumer,
     PushConsumerSettings,
 )
@@ -89,7 +90,10 @@ def test_every_option_is_documented() -> None:
     from aiorocketmq.consumer import settings as module
 
     source = inspect.getsource(module)
-    for cls in (PushConsumerSettings, LitePullConsumerSettings):
+    from aiorocketmq.producer import settings as producer_module
+
+    source += inspect.getsource(producer_module)
+    for cls in (PushConsumerSettings, LitePullConsumerSettings, ProducerSettings):
         for f in dataclasses.fields(cls):
             head = source.split(f"    {f.name}:")[0]
             assert head.rstrip().splitlines()[-1].lstrip().startswith("#:"), f.name
@@ -105,3 +109,20 @@ def test_defaults_are_rocketmqs() -> None:
         5_000,
         5_000,
     )
+
+
+def test_the_producer_takes_settings_and_its_old_keywords_in_seconds() -> None:
+    from aiorocketmq import Producer, ProducerSettings
+
+    p = Producer("pg", "127.0.0.1:9876", ProducerSettings(retry_times_when_send_failed=5))
+    assert (p.settings.retry_times_when_send_failed, p.settings.send_msg_timeout_ms) == (5, 3_000)
+    old = Producer("pg", "127.0.0.1:9876", send_msg_timeout=5, poll_name_server_interval=0.5)
+    assert (old.settings.send_msg_timeout_ms, old.settings.poll_name_server_interval_ms) == (
+        5_000,
+        500,
+    )
+    assert old.send_msg_timeout == 5.0  # the deadline its calls use, in seconds
+    with pytest.raises(TypeError, match=r"no option 'send_msg_timout'.*send_msg_timeout_ms"):
+        Producer("pg", "127.0.0.1:9876", send_msg_timout=1)
+    with pytest.raises(ValueError, match="retry_times_when_send_failed must be >= 0"):
+        Producer("pg", "127.0.0.1:9876", retry_times_when_send_failed=-1)
