@@ -124,6 +124,11 @@ async def test_two_subscribers_split_the_queues_and_poll_every_message_once(
             assert got[c.client_id], "each consumer polled some messages"
         polled = [m.body for msgs in got.values() for m in msgs]
         assert sorted(polled) == sorted(bodies)  # every message exactly once
+        # Balanced once they hold their share, as a push consumer says it: the client
+        # instance skips a rebalance that is not due.
+        for c in (c1, c2):
+            assert c._impl.is_balanced()
+            assert c._impl.client is not None and c._impl.client.all_consumers_balanced()
     finally:
         await c1.shutdown()
         await c2.shutdown()
