@@ -343,7 +343,15 @@ async def _set_notify(cluster: ProcessCluster, enabled: bool) -> None:
         properties={"notifyConsumerIdsChangedEnable": "true" if enabled else "false"}
     )
     for addr in cluster.broker_addrs.values():
-        await call(cluster.conns.stub(addr).UpdateBrokerConfig, request, 10.0)
+        deadline = time.monotonic() + 15
+        while True:  # a broker just restarted: our channel to it may still be backing off
+            try:
+                await call(cluster.conns.stub(addr).UpdateBrokerConfig, request, 5.0)
+                break
+            except MQError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
 
 async def run_schedule(
