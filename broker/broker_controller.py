@@ -132,6 +132,10 @@ class BrokerController:
             ),
             "channel-scan",
         )
+        if self.client.grants.restored_at:  # grants came back from the last run
+            self._spawn(
+                self._every(1_000, self.client.expire_restored_grants), "restored-grant-expiry"
+            )
         if self.config.namesrv_addr:
             self.namesrv = NameServerClient(self.config.namesrv_addr)
             try:

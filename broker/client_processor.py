@@ -166,12 +166,8 @@ class ClientManageProcessor:
         return channel
 
     def scan_not_active_channel(self) -> None:
-        """Housekeeping (every 10 s): drop channels silent past the expiry (120 s), and grants
-        restored at start whose client did not come back (``restored_grant_expiry_ms``)."""
+        """Housekeeping (every 10 s): drop channels silent past the expiry (120 s)."""
         now = _now_ms()
-        for group, mq in self.grants.expire_orphans(now, self.config.restored_grant_expiry_ms):
-            self._push_queue_released(group, mq)
-        self._persist_grants()
         expired = self.consumer_manager.scan_not_active_channel(
             now, notify=self.config.notify_consumer_ids_changed_on_channel_expiry
         )
@@ -183,6 +179,14 @@ class ClientManageProcessor:
                 self.channels.pop(channel.channel_id, None)
                 channel.close()
                 self._release_grants_of(channel.channel_id)
+
+    def expire_restored_grants(self) -> None:
+        """Every second after a restart: release the restored grants whose client did not come
+        back within ``restored_grant_expiry_ms`` (it died while the broker was down)."""
+        now = _now_ms()
+        for group, mq in self.grants.expire_orphans(now, self.config.restored_grant_expiry_ms):
+            self._push_queue_released(group, mq)
+        self._persist_grants()
 
     def _channel_in_use(self, channel: Channel) -> bool:
         return any(
