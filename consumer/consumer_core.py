@@ -445,3 +445,8 @@ class RebalanceModeBase:
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
         return await self.impl.acquire(mqs)
+
+    async def before_rebalance(self) -> None:
+        """Fenced: releases a broker missed go again first (it still counts us as holder)."""
+        if self.impl.fenced is not None:
+            await self.impl.fenced.retry_pending()

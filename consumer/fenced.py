@@ -53,6 +53,10 @@ class FencedHandoff:
         self.client = client
         self.group = group
         self.epochs: dict[MessageQueue, int] = {}
+        # Releases the broker did not get (it was down, or the call failed): queue -> (epoch,
+        # final offset). Retried before every rebalance until the broker answers; meanwhile
+        # the broker still counts us as the holder and denies the queue to everyone else.
+        self.pending: dict[MessageQueue, tuple[int, int]] = {}
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
         """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent."""
@@ -88,6 +92,7 @@ class FencedHandoff:
             mq = MessageQueue.from_proto(g.message_queue)
             granted[mq] = (g.epoch, g.committed_offset)
             self.epochs[mq] = g.epoch
+            self.pending.pop(mq, None)  # ours again: a release still owed is void
             tracer.record(
                 "queue_acquired",
                 group=self.group,
@@ -105,6 +110,16 @@ class FencedHandoff:
                 epoch=d.epoch,
             )
         return granted
+
+    async def retry_pending(self) -> set[MessageQueue]:
+        """Send again the releases a broker did not get; the queues it released now."""
+        if not self.pending:
+            return set()
+        by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
+        for mq, (epoch, final_offset) in sorted(self.pending.items()):
+            by_broker[mq.broker_name].append((mq, epoch, final_offset))
+        results = await asyncio.gather(*(self._release_one(b, i) for b, i in by_broker.items()))
+        return set().union(*results)
 
     async def release(self, finals: list[tuple[MessageQueue, int]]) -> set[MessageQueue]:
         """Release the grants of (queue, final offset); the queues the brokers released.
@@ -146,9 +161,18 @@ class FencedHandoff:
         try:
             response = await self.client.invoke_broker(broker_name, "ReleaseQueues", request)
         except MQError as e:
-            log.warning("release queues failed", group=self.group, broker=broker_name, error=str(e))
+            log.warning(
+                "release queues failed, retried before the next rebalance",
+                group=self.group,
+                broker=broker_name,
+                error=str(e),
+            )
+            for mq, epoch, final_offset in items:
+                self.pending[mq] = (epoch, final_offset)
             return set()
         assert isinstance(response, broker_pb2.ReleaseQueuesResponse)
+        for mq, _, _ in items:
+            self.pending.pop(mq, None)  # answered: released, or refused as no longer ours
         released = {MessageQueue.from_proto(m) for m in response.released}
         for mq, epoch, final_offset in items:
             if mq in released:

@@ -64,6 +64,7 @@ class RebalanceMode(Protocol):
     async def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None: ...
+    async def before_rebalance(self) -> None: ...
 
 
 class ConsumerIdSource(Protocol):
@@ -118,6 +119,7 @@ class RebalanceImpl:
         """Rebalance every subscribed topic; True when all are balanced."""
         balanced = True
         self._cid_cache = {}
+        await self.mode.before_rebalance()
         for topic in list(self.subscription_inner):
             try:
                 if not await self.rebalance_by_topic(topic, is_order):
