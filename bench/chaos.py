@@ -30,11 +30,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,7 +48,7 @@ from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.runtime import run
 from aiorocketmq.trace import tracer
 from aiorocketmq.trace_check import TraceReport, check, client_id_of, read_traces
-from bench.procs import ProcessCluster
+from bench.procs import ConsumerProcess, ProcessCluster
 
 __all__ = ["STEP_KINDS", "Schedule", "Step", "StepFailed", "main", "make_schedule", "run_schedule"]
 
@@ -156,65 +153,6 @@ class StepFailed(AssertionError):
             f"  {schedule.describe()}\n"
             f"  replay: python -m bench.chaos --replay {schedule.seed} --handoff {schedule.handoff}"
         )
-
-
-class ConsumerProc:
-    """``aiorocketmq consume`` in its own process, with its trace in a file."""
-
-    def __init__(
-        self, namesrv: str, group: str, topic: str, name: str, root: Path, handoff: str
-    ) -> None:
-        self.name = name
-        self.trace = root / f"trace-{name}.jsonl"
-        self.stderr_path = root / f"{name}.stderr"
-        self.client_id = ""
-        self._stderr = self.stderr_path.open("wb")
-        self.proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "aiorocketmq"),
-                "consume",
-                "-n",
-                namesrv,
-                "-g",
-                group,
-                "-t",
-                topic,
-                "--instance-name",
-                name,
-                "--trace",
-                str(self.trace),
-                "--handoff",
-                handoff,
-                "--rebalance-interval-ms",
-                str(REBALANCE_INTERVAL_MS),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=self._stderr,
-            env=os.environ.copy(),
-        )
-
-    async def started(self, timeout: float = 30.0) -> str:
-        """The client id once the process says it started; RuntimeError if it did not."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = self.stderr_path.read_text(errors="replace")
-            if "consumer started" in text:
-                self.client_id = text.split("client_id=", 1)[1].split()[0]
-                return self.client_id
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"consumer {self.name} exited: {text[-500:]}")
-            await asyncio.sleep(0.05)
-        raise RuntimeError(f"consumer {self.name} did not start in {timeout:.0f}s")
-
-    async def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            await asyncio.to_thread(self.proc.wait, 20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            await asyncio.to_thread(self.proc.wait, 5)
-        self._stderr.close()
 
 
 @dataclass
@@ -381,18 +319,27 @@ async def run_schedule(
     if producer_trace is None:
         producer_trace = work / "trace-producer.jsonl"
         tracer.to_file(producer_trace)
-    consumers: list[ConsumerProc] = []
-    gone: list[ConsumerProc] = []
+    consumers: list[ConsumerProcess] = []
+    gone: list[ConsumerProcess] = []
     rng = random.Random(schedule.seed)
     stop = asyncio.Event()
     counter = 0
 
-    async def new_consumer() -> ConsumerProc:
+    def consumer_process(name: str) -> ConsumerProcess:
+        return ConsumerProcess(
+            cluster.namesrv_addr,
+            group,
+            topic,
+            name,
+            work / f"trace-{name}.jsonl",
+            schedule.handoff,
+            extra=("--rebalance-interval-ms", str(REBALANCE_INTERVAL_MS)),
+        )
+
+    async def new_consumer() -> ConsumerProcess:
         nonlocal counter
         counter += 1
-        c = ConsumerProc(
-            cluster.namesrv_addr, group, topic, f"{tag}c{counter}", work, schedule.handoff
-        )
+        c = consumer_process(f"{tag}c{counter}")
         consumers.append(c)
         await c.started()
         return c
@@ -411,17 +358,14 @@ async def run_schedule(
                 if step.kind == "join":
                     await new_consumer()
                 elif step.kind == "join_racing_send":
-                    c = ConsumerProc(
-                        cluster.namesrv_addr, group, topic, f"{tag}c{counter + 1}", work,
-                        schedule.handoff,
-                    )
                     counter += 1
+                    c = consumer_process(f"{tag}c{counter}")
                     consumers.append(c)
                     await sender.send_one()
                     await c.started()
                 elif step.kind in ("leave", "kill_consumer"):
                     victim = consumers.pop(int(step.target) % len(consumers))
-                    await victim.stop(signal.SIGTERM if step.kind == "leave" else signal.SIGKILL)
+                    await (victim.stop() if step.kind == "leave" else victim.kill())
                     gone.append(victim)
                 elif step.kind == "kill_broker":
                     async with cluster_faults:

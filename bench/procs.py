@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -22,7 +23,7 @@ from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 
-__all__ = ["BrokerProcesses", "ProcessCluster", "free_port"]
+__all__ = ["BrokerProcesses", "ConsumerProcess", "ProcessCluster", "free_port"]
 
 
 def free_port() -> int:
@@ -190,6 +191,80 @@ class ProcessCluster:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+class ConsumerProcess:
+    """``aiorocketmq consume`` in its own process, with its trace in a file (``extra``: more
+    flags, e.g. ``--from first``)."""
+
+    def __init__(
+        self,
+        namesrv: str,
+        group: str,
+        topic: str,
+        name: str,
+        trace: Path,
+        handoff: str = "classic",
+        extra: Sequence[str] = (),
+    ) -> None:
+        self.name = name
+        self.trace = trace
+        self.client_id = ""
+        self.stderr_path = trace.with_suffix(".stderr")
+        cmd = [
+            str(Path(sys.executable).parent / "aiorocketmq"),
+            "consume",
+            "-n",
+            namesrv,
+            "-g",
+            group,
+            "-t",
+            topic,
+            "--instance-name",
+            name,
+            "--trace",
+            str(trace),
+            "--handoff",
+            handoff,
+            *extra,
+        ]
+        self._stderr = self.stderr_path.open("wb")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._stderr)
+
+    async def started(self, timeout: float = 30.0) -> str:
+        """The client id once the process says it started; RuntimeError if it did not."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.stderr_path.read_text(errors="replace")
+            if "consumer started" in text:
+                self.client_id = text.split("client_id=", 1)[1].split()[0]
+                return self.client_id
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"consumer {self.name} exited: {text[-2000:]}")
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"consumer {self.name} did not start in {timeout:.0f}s")
+
+    async def kill(self) -> None:
+        """SIGKILL: a crash (the brokers see its channels close)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(self.proc.wait, 10)
+        self._stderr.close()
+
+    async def stop(self) -> int:
+        """SIGTERM and wait without blocking the loop (brokers in this process must answer)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return await asyncio.to_thread(self.proc.wait, 15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        code = await asyncio.to_thread(self.proc.wait, 5)
+        self._stderr.close()
+        return code
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
 
 
 class BrokerProcesses(ProcessCluster):

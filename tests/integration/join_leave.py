@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from aiorocketmq.producer import Message, Producer
 from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.trace import tracer
 from aiorocketmq.trace_check import TraceReport, check, read_traces
+from bench.procs import ConsumerProcess
 
 __all__ = ["CaseResult", "ConsumerProcess", "Scenario"]
 
@@ -49,70 +48,6 @@ class CaseResult:
     duplicates: int
     causes: dict[str, int]
     double_ownership_ms: int
-
-
-class ConsumerProcess:
-    """``aiorocketmq consume`` in its own process, with its trace in a file."""
-
-    def __init__(
-        self, namesrv: str, group: str, topic: str, name: str, trace: Path, handoff: str = "classic"
-    ) -> None:
-        self.trace = trace
-        self.client_id = ""
-        self.stderr_path = trace.with_suffix(".stderr")
-        cmd = [
-            str(Path(sys.executable).parent / "aiorocketmq"),
-            "consume",
-            "-n",
-            namesrv,
-            "-g",
-            group,
-            "-t",
-            topic,
-            "--instance-name",
-            name,
-            "--from",
-            "first",
-            "--trace",
-            str(trace),
-            "--handoff",
-            handoff,
-        ]
-        self._stderr = self.stderr_path.open("wb")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._stderr)
-
-    async def started(self, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = self.stderr_path.read_text(errors="replace")
-            if "consumer started" in text:
-                self.client_id = text.split("client_id=", 1)[1].split()[0]
-                return self.client_id
-            if self.proc.poll() is not None:
-                raise AssertionError(f"consumer process exited: {text[-2000:]}")
-            await asyncio.sleep(0.05)
-        raise AssertionError("consumer process did not start")
-
-    async def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(self.proc.wait, 10)
-        self._stderr.close()
-
-    async def stop(self) -> int:
-        """SIGTERM and wait without blocking the loop (the brokers in this process must answer)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return await asyncio.to_thread(self.proc.wait, 15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        code = await asyncio.to_thread(self.proc.wait, 5)
-        self._stderr.close()
-        return code
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
 
 
 async def _ok(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -179,6 +114,7 @@ class Scenario:
             instance_name or name,
             self.tmp / f"{name}.jsonl",
             self.handoff,
+            extra=("--from", "first"),
         )
         self.processes[name] = p
         await p.started()
