@@ -2,7 +2,9 @@
 
 For tests, the demo and benchmarks: ``async with LocalCluster(tmp_path, brokers=2) as c:``
 starts one name server and the brokers (stores under ``root``), with timings shrunk through the
-same settings a user would set (``broker_overrides``), and stops everything on exit.
+same settings a user would set (``broker_overrides``), and stops everything on exit. With
+``remoting=True`` every server also speaks RocketMQ's remoting protocol, so Apache's clients can
+use the cluster at ``namesrv_remoting_addr``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class LocalCluster:
 
     root: Path
     brokers: int = 1
+    remoting: bool = False
     broker_overrides: dict[str, Any] = field(default_factory=dict)
     namesrv_config: NamesrvConfig = field(
         default_factory=lambda: NamesrvConfig(listen="127.0.0.1:0")
@@ -47,6 +50,12 @@ class LocalCluster:
             return self.namesrv_listen
         return self.namesrv.address
 
+    @property
+    def namesrv_remoting_addr(self) -> str:
+        """The name server's remoting address (what an Apache client's NAMESRV_ADDR names)."""
+        assert self.namesrv is not None and self.namesrv.remoting_address, "no remoting"
+        return self.namesrv.remoting_address
+
     def broker(self, name: str) -> BrokerController:
         for b in self.broker_list:
             if b.config.broker_name == name:
@@ -62,12 +71,16 @@ class LocalCluster:
             "namesrv_addr": self.namesrv_addr,
             "store_path_root_dir": str(self.root / name),
         }
+        if self.remoting:
+            settings["remoting_listen"] = "127.0.0.1:0"
         settings.update(self.broker_overrides)
         settings.update(overrides)
         broker_config, store_config = load_settings(None, **settings)
         return BrokerController(broker_config, store_config)
 
     async def start(self) -> None:
+        if self.remoting and not self.namesrv_config.remoting_listen:
+            self.namesrv_config.remoting_listen = "127.0.0.1:0"
         self.namesrv = NameServer(self.namesrv_config)
         await self.namesrv.start()
         for i in range(self.brokers):
@@ -109,7 +122,10 @@ class LocalCluster:
         old = self.broker(name)
         await old.shutdown()
         index = self.broker_list.index(old)
-        fresh = self.new_broker(index, listen=f"127.0.0.1:{old.port}")
+        ports: dict[str, Any] = {"listen": f"127.0.0.1:{old.port}"}
+        if old.remoting is not None:
+            ports["remoting_listen"] = f"127.0.0.1:{old.remoting.port}"
+        fresh = self.new_broker(index, **ports)
         await fresh.start()
         self.broker_list[index] = fresh
         return fresh
@@ -118,6 +134,8 @@ class LocalCluster:
         """Stop the name server (brokers keep retrying their registration)."""
         if self.namesrv is not None:
             self.namesrv_listen = self.namesrv.address
+            if self.namesrv.remoting is not None:
+                self.namesrv_config.remoting_listen = self.namesrv.remoting_address
             await self.namesrv.shutdown()
             self.namesrv = None
 
@@ -127,6 +145,7 @@ class LocalCluster:
             listen=self.namesrv_listen or self.namesrv_config.listen,
             scan_not_active_broker_interval_ms=self.namesrv_config.scan_not_active_broker_interval_ms,
             broker_channel_expired_time_ms=self.namesrv_config.broker_channel_expired_time_ms,
+            remoting_listen=self.namesrv_config.remoting_listen,
         )
         self.namesrv = NameServer(config)
         await self.namesrv.start()

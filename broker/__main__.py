@@ -21,6 +21,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="mqbroker", description="Run an aiorocketmq broker.")
     p.add_argument("-n", "--namesrv-addr", help="name servers, host:port[;host:port]")
     p.add_argument("--listen", help="host:port to serve on (default 127.0.0.1:10911; port 0 = any)")
+    p.add_argument(
+        "--remoting-listen",
+        metavar="HOST:PORT",
+        help="also serve RocketMQ's remoting protocol (Apache's clients) here; port 0 = any",
+    )
     p.add_argument("--store-dir", help="store root directory (default ~/store)")
     p.add_argument("--broker-name", help="broker name (default broker-a)")
     p.add_argument("--cluster", help="cluster name (default DefaultCluster)")
@@ -39,6 +44,7 @@ async def serve(args: argparse.Namespace) -> int:
         args.config,
         namesrv_addr=args.namesrv_addr,
         listen=args.listen,
+        remoting_listen=args.remoting_listen,
         store_path_root_dir=args.store_dir,
         broker_name=args.broker_name,
         broker_cluster_name=args.cluster,
@@ -49,7 +55,11 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     broker = BrokerController(broker_config, store_config)
     await broker.start()
-    print(f"The broker[{broker_config.broker_name}, {broker.address}] boot success.", flush=True)
+    remoting = f" remoting={broker.remoting_address}" if broker.remoting_address else ""
+    print(
+        f"The broker[{broker_config.broker_name}, {broker.address}] boot success.{remoting}",
+        flush=True,
+    )
     try:
         await stop.wait()
     finally:

@@ -30,6 +30,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.remoting.server import RemotingServer
 from aiorocketmq.protocol.rpc import new_server
 from aiorocketmq.protocol.v1 import broker_pb2_grpc
 
@@ -59,6 +60,12 @@ class BrokerController:
         self.namesrv: NameServerClient | None = None
         self.registered_count = 0
         self.running = False
+        self.remoting: RemotingServer | None = None
+
+    @property
+    def remoting_address(self) -> str:
+        """``host:port`` remoting clients dial; empty when the broker serves none."""
+        return self.remoting.address if self.remoting is not None else ""
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -120,6 +127,8 @@ class BrokerController:
         )
 
         await self.store.start()
+        if self.config.remoting_listen:
+            await self._start_remoting(host)
         await self.server.start()
         await self.schedule.start()
         self._spawn(
@@ -149,9 +158,29 @@ class BrokerController:
             broker_name=self.config.broker_name,
             cluster=self.config.broker_cluster_name,
             address=self.address,
+            remoting_address=self.remoting_address or None,
             namesrv_addr=self.config.namesrv_addr,
             store=str(self.store_root),
         )
+
+    async def _start_remoting(self, host: str) -> None:
+        """Serve RocketMQ's remoting protocol too (``remoting_listen``), over the same parts."""
+        from aiorocketmq.broker.remoting import BrokerRemoting
+
+        handler = BrokerRemoting(self)
+        remoting = RemotingServer(
+            handler.handle,
+            name=self.config.broker_name,
+            on_close=handler.on_close,
+            max_frame_length=self.config.remoting_max_frame_length,
+            idle_timeout_ms=self.config.remoting_idle_timeout_ms,
+        )
+        await remoting.start(self.config.remoting_listen)
+        # Clients dial broker_ip1, else the host bound (the gRPC one for a wildcard bind).
+        if self.config.broker_ip1 or remoting.host in ("0.0.0.0", "::", ""):
+            remoting.host = self.config.broker_ip1 or host
+        handler.bind(remoting.address)
+        self.remoting = remoting
 
     async def shutdown(self) -> None:
         """Unregister, stop serving, stop the timers, flush. Idempotent."""
@@ -173,6 +202,8 @@ class BrokerController:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         self.hold.wake_all()
+        if self.remoting is not None:
+            await self.remoting.stop()
         self.client.close_all_channels()
         if self.server is not None:
             await self.server.stop(grace=0.5)
@@ -218,6 +249,7 @@ class BrokerController:
             broker_addr=self.address,
             topic_configs=topic_configs,
             data_version=self.topics.data_version,
+            remoting_addr=self.remoting_address,
             timeout=self.config.register_broker_timeout_ms / 1000,
         )
         self.registered_count += 1

@@ -40,6 +40,12 @@ class BrokerConfig:
     # The address clients dial (defaults to the bound listen address).
     broker_ip1: str = ""
     namesrv_addr: str = ""
+    # Ours: host:port for RocketMQ's remoting protocol (Apache's clients); empty = none.
+    remoting_listen: str = ""
+    # Remoting: the largest frame accepted, and the silence after which a connection is closed
+    # (RocketMQ's com.rocketmq.remoting.frameMaxLength and serverChannelMaxIdleTimeSeconds).
+    remoting_max_frame_length: int = 16 * 1024 * 1024
+    remoting_idle_timeout_ms: int = 120_000
     broker_permission: int = 6
     # Topics
     auto_create_topic_enable: bool = True

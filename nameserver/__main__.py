@@ -28,6 +28,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--listen", default=defaults.listen, help="host:port to serve on (default %(default)s)"
     )
     parser.add_argument(
+        "--remoting-listen",
+        default=defaults.remoting_listen,
+        metavar="HOST:PORT",
+        help="also serve RocketMQ's remoting protocol (Apache's clients) here; port 0 = any",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,
@@ -62,7 +68,12 @@ async def serve(config: NamesrvConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         async with NameServer(config) as namesrv:
-            print(f"The Name Server boot success. address={namesrv.address}", flush=True)
+            remoting = (
+                f" remoting={namesrv.remoting_address}" if namesrv.remoting_address else ""
+            )
+            print(
+                f"The Name Server boot success. address={namesrv.address}{remoting}", flush=True
+            )
             await stop.wait()
             log.info("name server stopping")
     finally:
@@ -78,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         listen=args.listen,
         scan_not_active_broker_interval_ms=args.scan_interval_ms,
         broker_channel_expired_time_ms=args.broker_expire_ms,
+        remoting_listen=args.remoting_listen,
     )
     try:
         run(serve(config))

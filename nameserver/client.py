@@ -163,6 +163,7 @@ class NameServerClient:
         topic_configs: Iterable[common_pb2.TopicConfig] = (),
         data_version: int = 0,
         heartbeat_timeout_millis: int = 0,
+        remoting_addr: str = "",
         timeout: float | None = None,
     ) -> nameserver_pb2.RegisterBrokerResponse:
         """REGISTER_BROKER to every name server; the answer says a slave's master address."""
@@ -175,6 +176,7 @@ class NameServerClient:
             topic_configs=topic_configs,
             data_version=data_version,
             heartbeat_timeout_millis=heartbeat_timeout_millis,
+            remoting_addr=remoting_addr,
         )
         return await self._invoke_all(lambda s: s.RegisterBroker, request, timeout)
 

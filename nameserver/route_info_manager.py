@@ -85,6 +85,7 @@ class BrokerLiveInfo:
     heartbeat_timeout_millis: int
     data_version: int
     ha_server_addr: str = ""
+    remoting_addr: str = ""
 
     def expired(self, now: int) -> bool:
         """True once the broker has been silent for longer than its timeout."""
@@ -158,6 +159,7 @@ class RouteInfoManager:
         topic_configs: Sequence[common_pb2.TopicConfig] = (),
         data_version: int = 0,
         heartbeat_timeout_millis: int = 0,
+        remoting_addr: str = "",
     ) -> RegisterBrokerResult:
         """REGISTER_BROKER: record the broker and its topics, refresh its liveness at ``now``."""
         _require_name("cluster_name", cluster_name)
@@ -208,6 +210,7 @@ class RouteInfoManager:
             heartbeat_timeout_millis=heartbeat_timeout_millis or self.default_heartbeat_timeout_ms,
             data_version=data_version,
             ha_server_addr=ha_server_addr,
+            remoting_addr=remoting_addr,
         )
 
         if is_master:
@@ -339,9 +342,18 @@ class RouteInfoManager:
                     broker_addr=live.broker_addr,
                     last_update_timestamp=live.last_update_timestamp,
                     data_version=live.data_version,
+                    remoting_addr=live.remoting_addr,
                 )
             )
         return info
+
+    def remoting_addresses(self) -> dict[str, str]:
+        """Each live broker's gRPC address -> its remoting address (those that have one)."""
+        return {
+            live.broker_addr: live.remoting_addr
+            for live in self.broker_live_table.values()
+            if live.remoting_addr
+        }
 
     def get_all_topic_list(self) -> nameserver_pb2.TopicList:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER: every topic some registered broker serves."""

@@ -18,7 +18,9 @@ import grpc
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.nameserver.config import NamesrvConfig
+from aiorocketmq.nameserver.remoting import NameServerRemoting
 from aiorocketmq.nameserver.route_info_manager import RouteInfoManager
+from aiorocketmq.protocol.remoting.server import RemotingServer
 from aiorocketmq.protocol.rpc import guard, new_server
 from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
 
@@ -56,6 +58,7 @@ class NameServerService(nameserver_pb2_grpc.NameServerServicer):  # type: ignore
             topic_configs=request.topic_configs,
             data_version=request.data_version,
             heartbeat_timeout_millis=request.heartbeat_timeout_millis,
+            remoting_addr=request.remoting_addr,
         )
         fields = {
             "cluster": request.cluster_name,
@@ -131,6 +134,7 @@ class NameServer:
         self._server: grpc.aio.Server | None = None
         self._scan_task: asyncio.Task[None] | None = None
         self.port: int = 0
+        self.remoting: RemotingServer | None = None
 
     @property
     def address(self) -> str:
@@ -138,8 +142,13 @@ class NameServer:
         host, _, _ = self.config.listen.rpartition(":")
         return f"{host}:{self.port}"
 
+    @property
+    def remoting_address(self) -> str:
+        """``host:port`` of the remoting listener; empty when there is none."""
+        return self.remoting.address if self.remoting is not None else ""
+
     async def start(self) -> None:
-        """Bind ``config.listen``, start serving, start the scan task."""
+        """Bind ``config.listen`` (and ``remoting_listen``), start serving and the scan task."""
         if self._server is not None:
             raise RuntimeError("name server already started")
         server = new_server()
@@ -150,6 +159,12 @@ class NameServer:
             raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
         if port == 0:
             raise OSError(f"cannot listen on {self.config.listen}")
+        if self.config.remoting_listen:
+            remoting = RemotingServer(
+                NameServerRemoting(self.route_info_manager).handle, name="namesrv"
+            )
+            await remoting.start(self.config.remoting_listen)
+            self.remoting = remoting
         await server.start()
         self._server = server
         self.port = port
@@ -159,6 +174,7 @@ class NameServer:
         log.info(
             "name server boot success",
             address=self.address,
+            remoting_address=self.remoting_address or None,
             scan_not_active_broker_interval_ms=self.config.scan_not_active_broker_interval_ms,
             broker_channel_expired_time_ms=self.config.broker_channel_expired_time_ms,
         )
@@ -174,6 +190,9 @@ class NameServer:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise  # we are being cancelled ourselves, not just the task
+        remoting, self.remoting = self.remoting, None
+        if remoting is not None:
+            await remoting.stop()
         server, self._server = self._server, None
         if server is not None:
             await server.stop(self.config.shutdown_grace_ms / 1000)

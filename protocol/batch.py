@@ -43,6 +43,7 @@ from aiorocketmq.protocol.tags import java_string_hash
 __all__ = [
     "ITEM_FIXED_SIZE",
     "MAX_PROPERTIES_LENGTH",
+    "batch_item",
     "build_records",
     "build_records_py",
     "decode_batch",
@@ -75,29 +76,32 @@ def message_properties(message: Message) -> bytes:
     return encode_properties(merged).encode() if merged else b""
 
 
+def batch_item(body: bytes, properties: bytes, flag: int) -> bytes:
+    """One message's item of a batch body, its properties already encoded."""
+    return b"".join(
+        (
+            _ITEM_HEAD.pack(ITEM_FIXED_SIZE + len(body) + len(properties), 0, 0, flag, len(body)),
+            body,
+            _I16.pack(len(properties)),
+            properties,
+        )
+    )
+
+
 def encode_batch(messages: Iterable[Message]) -> bytes:
     """The batch body of ``messages`` (their topic travels in the request).
 
     ``MessageIllegal`` when a message's properties do not fit the int16 length.
     """
     parts: list[bytes] = []
-    add = parts.append
     for index, message in enumerate(messages):
-        body = message.body
         properties = message_properties(message)
         if len(properties) > MAX_PROPERTIES_LENGTH:
             raise MessageIllegal(
                 f"messages[{index}]: message properties are {len(properties)} bytes, over the "
                 f"limit {MAX_PROPERTIES_LENGTH}"
             )
-        add(
-            _ITEM_HEAD.pack(
-                ITEM_FIXED_SIZE + len(body) + len(properties), 0, 0, message.flag, len(body)
-            )
-        )
-        add(body)
-        add(_I16.pack(len(properties)))
-        add(properties)
+        parts.append(batch_item(message.body, properties, message.flag))
     return b"".join(parts)
 
 

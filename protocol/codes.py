@@ -45,7 +45,7 @@ class ResponseCode(IntEnum):
 
 
 class RequestCode(IntEnum):
-    """RocketMQ ``RequestCode`` values that have an RPC or stream message here."""
+    """RocketMQ ``RequestCode`` values served here (as an RPC, a stream message, or remoting)."""
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
@@ -58,6 +58,8 @@ class RequestCode(IntEnum):
     SEARCH_OFFSET_BY_TIMESTAMP = 29
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
+    GET_EARLIEST_MSG_STORETIME = 32
+    VIEW_MESSAGE_BY_ID = 33
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CONSUMER_SEND_MSG_BACK = 36
@@ -73,7 +75,9 @@ class RequestCode(IntEnum):
     GET_CONSUMER_CONNECTION_LIST = 203
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
     GET_CONSUME_STATS = 208
+    SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
+    LITE_PULL_MESSAGE = 361
 
 
 # Which RocketMQ request each RPC (or stream message) of proto/ stands for. ``None``: ours, with

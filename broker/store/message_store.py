@@ -1176,9 +1176,13 @@ class MessageStore:
 
     def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
         """The message stored at ``commit_log_offset`` (e.g. from a decoded message id)."""
-        self._check_running()
-        data = self._commit_log.read_record(commit_log_offset)
+        data = self.read_record(commit_log_offset)
         return None if data is None else decode_message(data, 0, self.broker_name)
+
+    def read_record(self, commit_log_offset: int) -> bytes | None:
+        """The stored record at ``commit_log_offset`` as it lies in the commit log."""
+        self._check_running()
+        return self._commit_log.read_record(commit_log_offset)
 
     @property
     def commit_log_min_offset(self) -> int:

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RegisterBrokerRequest(_message.Message):
-    __slots__ = ("cluster_name", "broker_name", "broker_id", "broker_addr", "ha_server_addr", "topic_configs", "data_version", "heartbeat_timeout_millis")
+    __slots__ = ("cluster_name", "broker_name", "broker_id", "broker_addr", "ha_server_addr", "topic_configs", "data_version", "heartbeat_timeout_millis", "remoting_addr")
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -17,6 +17,7 @@ class RegisterBrokerRequest(_message.Message):
     TOPIC_CONFIGS_FIELD_NUMBER: _ClassVar[int]
     DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_TIMEOUT_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    REMOTING_ADDR_FIELD_NUMBER: _ClassVar[int]
     cluster_name: str
     broker_name: str
     broker_id: int
@@ -25,7 +26,8 @@ class RegisterBrokerRequest(_message.Message):
     topic_configs: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicConfig]
     data_version: int
     heartbeat_timeout_millis: int
-    def __init__(self, cluster_name: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_addr: _Optional[str] = ..., ha_server_addr: _Optional[str] = ..., topic_configs: _Optional[_Iterable[_Union[_common_pb2.TopicConfig, _Mapping]]] = ..., data_version: _Optional[int] = ..., heartbeat_timeout_millis: _Optional[int] = ...) -> None: ...
+    remoting_addr: str
+    def __init__(self, cluster_name: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_addr: _Optional[str] = ..., ha_server_addr: _Optional[str] = ..., topic_configs: _Optional[_Iterable[_Union[_common_pb2.TopicConfig, _Mapping]]] = ..., data_version: _Optional[int] = ..., heartbeat_timeout_millis: _Optional[int] = ..., remoting_addr: _Optional[str] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
     __slots__ = ("master_addr", "ha_server_addr")
@@ -62,20 +64,22 @@ class GetBrokerClusterInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class BrokerLiveInfo(_message.Message):
-    __slots__ = ("cluster", "broker_name", "broker_id", "broker_addr", "last_update_timestamp", "data_version")
+    __slots__ = ("cluster", "broker_name", "broker_id", "broker_addr", "last_update_timestamp", "data_version", "remoting_addr")
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_ADDR_FIELD_NUMBER: _ClassVar[int]
     LAST_UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REMOTING_ADDR_FIELD_NUMBER: _ClassVar[int]
     cluster: str
     broker_name: str
     broker_id: int
     broker_addr: str
     last_update_timestamp: int
     data_version: int
-    def __init__(self, cluster: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_addr: _Optional[str] = ..., last_update_timestamp: _Optional[int] = ..., data_version: _Optional[int] = ...) -> None: ...
+    remoting_addr: str
+    def __init__(self, cluster: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_addr: _Optional[str] = ..., last_update_timestamp: _Optional[int] = ..., data_version: _Optional[int] = ..., remoting_addr: _Optional[str] = ...) -> None: ...
 
 class BrokerNames(_message.Message):
     __slots__ = ("broker_names",)

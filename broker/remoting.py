@@ -1,0 +1,402 @@
+"""The broker's remoting side: Apache's clients served by the same processors as gRPC.
+
+Each remoting request is read into the protobuf request of the matching RPC and handed to the
+processor that serves that RPC (send, pull, offsets, client management), whose answer is
+written back as RocketMQ's response header and body. So a message, an offset or a group
+member is the same whichever protocol brought it.
+
+The TCP connection is the channel. At its first HEART_BEAT (which names the client id) the
+connection opens a ``Channel`` in the broker's channel table, exactly as a gRPC client's
+``OpenChannel`` stream does; NOTIFY_CONSUMER_IDS_CHANGED events queued on that channel are
+written to the socket as one-way requests (code 40); the socket's close runs the channel-close
+path. A group can therefore mix remoting and gRPC members, each notified in its protocol.
+
+Where the wire differs from our store:
+
+- pulls answer version-1 records (``protocol/remoting/records.py``) with the remoting address
+  as STOREHOST, and send answers name messages by offset ids made from that address;
+- a compressed body (sysFlag bit 0, zlib) is inflated before it is stored;
+- a request code we do not serve answers REQUEST_CODE_NOT_SUPPORTED (3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from aiorocketmq.broker.client.channel import Channel
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.batch import batch_item
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.errors import InvalidArgument, SubscriptionGroupNotExist
+from aiorocketmq.protocol.record import create_message_ids, parse_host
+from aiorocketmq.protocol.remoting.bodies import (
+    consumer_list_body,
+    lock_response_body,
+    parse_heartbeat,
+    parse_lock_body,
+)
+from aiorocketmq.protocol.remoting.command import RemotingCommand, not_supported
+from aiorocketmq.protocol.remoting.fields import Fields, send_fields
+from aiorocketmq.protocol.remoting.records import to_v1_records
+from aiorocketmq.protocol.remoting.server import RemotingConnection
+from aiorocketmq.protocol.v1 import broker_pb2
+
+if TYPE_CHECKING:
+    from aiorocketmq.broker.broker_controller import BrokerController
+
+__all__ = ["PULL_RESPONSE_CODES", "BrokerRemoting"]
+
+log = get_logger("aiorocketmq.broker.remoting")
+
+# PullStatus -> the response code a remoting pull answers.
+PULL_RESPONSE_CODES = {
+    broker_pb2.FOUND: ResponseCode.SUCCESS,
+    broker_pb2.NO_NEW_MSG: ResponseCode.PULL_NOT_FOUND,
+    broker_pb2.NO_MATCHED_MSG: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    broker_pb2.OFFSET_ILLEGAL: ResponseCode.PULL_OFFSET_MOVED,
+}
+# SendStatus -> response code (all four mean "stored").
+_SEND_RESPONSE_CODES = {
+    broker_pb2.SEND_OK: ResponseCode.SUCCESS,
+    broker_pb2.FLUSH_DISK_TIMEOUT_STATUS: ResponseCode.FLUSH_DISK_TIMEOUT,
+    broker_pb2.FLUSH_SLAVE_TIMEOUT_STATUS: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    broker_pb2.SLAVE_NOT_AVAILABLE_STATUS: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+# MessageSysFlag
+_COMPRESSED_FLAG = 0x1
+# PullSysFlag
+_PULL_COMMIT_OFFSET = 0x1
+_PULL_SUSPEND = 0x2
+_PULL_SUBSCRIPTION = 0x4
+
+Route = Callable[[RemotingConnection, RemotingCommand, Fields], Awaitable[RemotingCommand]]
+
+
+class BrokerRemoting:
+    """Turns remoting requests into the broker's processor calls, and channels into sockets."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.b = broker
+        self.address = ""
+        self.store_host = (bytes(4), 0)
+        self._forwarders: set[asyncio.Task[None]] = set()
+        self.routes: dict[int, Route] = {
+            RequestCode.HEART_BEAT: self.heartbeat,
+            RequestCode.UNREGISTER_CLIENT: self.unregister_client,
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.get_consumer_list_by_group,
+            RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
+            RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
+            RequestCode.SEND_MESSAGE: self.send_message,
+            RequestCode.SEND_MESSAGE_V2: self.send_message,
+            RequestCode.SEND_BATCH_MESSAGE: self.send_message,
+            RequestCode.PULL_MESSAGE: self.pull_message,
+            RequestCode.LITE_PULL_MESSAGE: self.pull_message,
+            RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self.update_consumer_offset,
+            RequestCode.GET_MAX_OFFSET: self.max_offset,
+            RequestCode.GET_MIN_OFFSET: self.min_offset,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.earliest_msg_store_time,
+            RequestCode.VIEW_MESSAGE_BY_ID: self.view_message_by_id,
+            RequestCode.CONSUMER_SEND_MSG_BACK: self.consumer_send_msg_back,
+        }
+
+    def bind(self, address: str) -> None:
+        """The address remoting clients dial: STOREHOST of the records and message ids."""
+        self.address = address
+        self.store_host = parse_host(address)
+
+    async def handle(self, conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand:
+        route = self.routes.get(cmd.code)
+        if route is None:
+            log.info("remoting request not supported", code=cmd.code, remote_addr=conn.remote_addr)
+            return not_supported(cmd)
+        return await route(conn, cmd, Fields(cmd.ext_fields, cmd.code))
+
+    # ---- the channel -----------------------------------------------------------------------
+    def _channel(self, conn: RemotingConnection, client_id: str) -> Channel:
+        """The connection's channel, opened at its first heartbeat (which names the client)."""
+        channel = conn.context
+        if isinstance(channel, Channel) and not channel.closed:
+            return channel
+        channel = self.b.client.open_channel(
+            broker_pb2.OpenChannelRequest(
+                client_id=client_id, language=conn.language or "JAVA", version=conn.version
+            ),
+            conn.remote_addr,
+        )
+        conn.context = channel
+        task = asyncio.get_running_loop().create_task(
+            self._forward(conn, channel), name=f"remoting-channel-{channel.channel_id}"
+        )
+        self._forwarders.add(task)
+        task.add_done_callback(self._forwarders.discard)
+        return channel
+
+    async def _forward(self, conn: RemotingConnection, channel: Channel) -> None:
+        """Write the channel's NOTIFY_CONSUMER_IDS_CHANGED events to the socket (one-way, 40)."""
+        async for event in channel.events():
+            if event.HasField("notify_consumer_ids_changed"):
+                group = event.notify_consumer_ids_changed.consumer_group
+                conn.push_oneway(
+                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}
+                )
+
+    def on_close(self, conn: RemotingConnection) -> None:
+        """The socket closed: the channel-close path, as when a gRPC channel stream ends."""
+        channel = conn.context
+        conn.context = None
+        if isinstance(channel, Channel):
+            self.b.client.close_channel(channel)
+
+    # ---- consumer groups -------------------------------------------------------------------
+    async def heartbeat(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        data = parse_heartbeat(cmd.body)
+        channel = self._channel(conn, data.client_id)
+        self.b.client.heartbeat(
+            broker_pb2.HeartbeatRequest(channel_id=channel.channel_id, heartbeat=data)
+        )
+        return cmd.response()
+
+    async def unregister_client(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        channel = conn.context
+        if not isinstance(channel, Channel):
+            return cmd.response()  # never sent a heartbeat here: nothing to leave
+        self.b.client.unregister_client(
+            broker_pb2.UnregisterClientRequest(
+                channel_id=channel.channel_id,
+                client_id=f.string("clientID"),
+                producer_group=f.string("producerGroup", ""),
+                consumer_group=f.string("consumerGroup", ""),
+            )
+        )
+        return cmd.response()
+
+    async def get_consumer_list_by_group(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        group = f.string("consumerGroup")
+        try:
+            answer = self.b.client.get_consumer_list_by_group(
+                broker_pb2.GetConsumerListByGroupRequest(consumer_group=group)
+            )
+        except SubscriptionGroupNotExist:
+            # RocketMQ answers SYSTEM_ERROR here, and clients expect exactly that.
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR, remark=f"no consumer for this group, {group}"
+            )
+        return cmd.response(body=consumer_list_body(answer.consumer_id_list))
+
+    async def lock_batch_mq(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        client_id, group, only_this_broker, queues = parse_lock_body(cmd.body)
+        answer = self.b.client.lock_batch_mq(
+            broker_pb2.LockBatchRequest(
+                consumer_group=group, client_id=client_id, only_this_broker=only_this_broker,
+                mq_set=queues,
+            )
+        )
+        return cmd.response(body=lock_response_body(answer.lock_ok_mq_set))
+
+    async def unlock_batch_mq(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        client_id, group, only_this_broker, queues = parse_lock_body(cmd.body)
+        self.b.client.unlock_batch_mq(
+            broker_pb2.UnlockBatchRequest(
+                consumer_group=group, client_id=client_id, only_this_broker=only_this_broker,
+                mq_set=queues,
+            )
+        )
+        return cmd.response()
+
+    # ---- the data path ---------------------------------------------------------------------
+    async def send_message(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320, or 10/310 with
+        ``batch``): one message or a batch body, through the send processor."""
+        f = send_fields(cmd.ext_fields, cmd.code)
+        topic = f.string("topic")
+        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or f.boolean("batch", False)
+        if batch:
+            body = cmd.body
+        else:
+            payload = cmd.body
+            if f.integer("sysFlag", 0) & _COMPRESSED_FLAG:
+                try:
+                    payload = zlib.decompress(payload)
+                except zlib.error as e:
+                    raise InvalidArgument(
+                        f"the compressed message body does not inflate: {e}"
+                    ) from None
+            properties = f.string("properties", "").encode()
+            body = batch_item(payload, properties, f.integer("flag", 0))
+        answer = await self.b.send.send(
+            broker_pb2.SendMessageRequest(
+                producer_group=f.string("producerGroup", ""),
+                topic=topic,
+                queue_id=f.integer("queueId", -1),
+                batch_body=body,
+                born_host=conn.remote_addr,
+                born_timestamp=f.integer("bornTimestamp", 0),
+                reconsume_times=f.integer("reconsumeTimes", 0),
+                max_reconsume_times=f.integer("maxReconsumeTimes", 0),
+                compact_result=True,
+            ),
+            conn.remote_addr,
+        )
+        if answer.results:  # a batch with delayed messages answers per message
+            first = answer.results[0].queue_offset
+            offsets = [r.commit_log_offset for r in answer.results]
+        else:
+            first = answer.first_queue_offset
+            offsets = list(answer.commit_log_offsets)
+        ids = create_message_ids(*self.store_host, offsets)
+        return cmd.response(
+            _SEND_RESPONSE_CODES.get(answer.send_status, ResponseCode.SUCCESS),
+            ext_fields={
+                "msgId": ",".join(ids),
+                "queueId": str(answer.message_queue.queue_id),
+                "queueOffset": str(first),
+                "MSG_REGION": "DefaultRegion",
+                "TRACE_ON": "true",
+            },
+        )
+
+    async def pull_message(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        """PULL_MESSAGE (11, and 361): long polling and the piggy-backed commit included."""
+        sys_flag = f.integer("sysFlag", 0)
+        answer = await self.b.pull.pull(
+            broker_pb2.PullMessageRequest(
+                consumer_group=f.string("consumerGroup"),
+                topic=f.string("topic"),
+                queue_id=f.integer("queueId"),
+                queue_offset=f.integer("queueOffset"),
+                max_msg_nums=f.integer("maxMsgNums"),
+                max_msg_bytes=max(f.integer("maxMsgBytes", 0), 0),
+                commit_offset_enabled=bool(sys_flag & _PULL_COMMIT_OFFSET),
+                commit_offset=f.integer("commitOffset", 0),
+                suspend=bool(sys_flag & _PULL_SUSPEND),
+                suspend_timeout_millis=f.integer("suspendTimeoutMillis", 0),
+                has_subscription=bool(sys_flag & _PULL_SUBSCRIPTION),
+                sub_expression=f.string("subscription", "*"),
+                expression_type=f.string("expressionType", "TAG"),
+                sub_version=f.integer("subVersion", 0),
+                raw_records=True,
+            ),
+            conn.remote_addr,
+        )
+        code = PULL_RESPONSE_CODES[answer.status]
+        body = b""
+        if code == ResponseCode.SUCCESS:
+            body = to_v1_records(answer.records, self.store_host)
+        return cmd.response(
+            code,
+            ext_fields={
+                "suggestWhichBrokerId": str(answer.suggest_which_broker_id),
+                "nextBeginOffset": str(answer.next_begin_offset),
+                "minOffset": str(answer.min_offset),
+                "maxOffset": str(answer.max_offset),
+            },
+            body=body,
+        )
+
+    async def consumer_send_msg_back(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        await self.b.client.consumer_send_msg_back(
+            broker_pb2.ConsumerSendMsgBackRequest(
+                group=f.string("group"),
+                commit_log_offset=f.integer("offset"),
+                delay_level=f.integer("delayLevel", 0),
+                origin_msg_id=f.string("originMsgId", ""),
+                origin_topic=f.string("originTopic", ""),
+                max_reconsume_times=f.integer("maxReconsumeTimes", 0),
+            ),
+            conn.remote_addr,
+        )
+        return cmd.response()
+
+    # ---- offsets ---------------------------------------------------------------------------
+    async def query_consumer_offset(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        answer = self.b.offset.query_consumer_offset(
+            broker_pb2.QueryConsumerOffsetRequest(
+                consumer_group=f.string("consumerGroup"),
+                topic=f.string("topic"),
+                queue_id=f.integer("queueId"),
+                # Absent (C++ never sends it) means true, as in RocketMQ's broker: the
+                # young-queue rule applies and a new group misses nothing.
+                set_zero_if_not_found=f.boolean("setZeroIfNotFound", True),
+            )
+        )  # QueryNotFound answers QUERY_NOT_FOUND (22)
+        return cmd.response(ext_fields={"offset": str(answer.offset)})
+
+    async def update_consumer_offset(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        request = broker_pb2.UpdateConsumerOffsetRequest(consumer_group=f.string("consumerGroup"))
+        request.offsets.add(
+            topic=f.string("topic"), queue_id=f.integer("queueId"), offset=f.integer("commitOffset")
+        )
+        self.b.offset.update_consumer_offset(request, conn.remote_addr)
+        return cmd.response()
+
+    def _queue(self, f: Fields) -> broker_pb2.QueueOffsetRequest:
+        return broker_pb2.QueueOffsetRequest(topic=f.string("topic"), queue_id=f.integer("queueId"))
+
+    async def max_offset(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        offset = self.b.offset.max_offset(self._queue(f)).offset
+        return cmd.response(ext_fields={"offset": str(offset)})
+
+    async def min_offset(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        offset = self.b.offset.min_offset(self._queue(f)).offset
+        return cmd.response(ext_fields={"offset": str(offset)})
+
+    async def search_offset(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        offset = self.b.offset.search_offset(
+            broker_pb2.SearchOffsetRequest(
+                topic=f.string("topic"), queue_id=f.integer("queueId"),
+                timestamp=f.integer("timestamp"),
+            )
+        ).offset
+        return cmd.response(ext_fields={"offset": str(offset)})
+
+    async def earliest_msg_store_time(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        queue = self._queue(f)
+        first = self.b.offset.min_offset(queue).offset
+        stamp = self.b.store.get_store_timestamp(queue.topic, queue.queue_id, first)
+        return cmd.response(ext_fields={"timestamp": str(stamp if stamp is not None else -1)})
+
+    async def view_message_by_id(
+        self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
+    ) -> RemotingCommand:
+        offset = f.integer("offset")
+        record = self.b.store.read_record(offset) if offset >= 0 else None
+        if record is None:
+            return cmd.response(
+                ResponseCode.SYSTEM_ERROR,
+                remark=f"no message at commit log offset {offset} on broker "
+                f"{self.b.config.broker_name}",
+            )
+        return cmd.response(body=to_v1_records(record, self.store_host))
