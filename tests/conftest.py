@@ -31,7 +31,8 @@ FAST_BROKER: dict[str, Any] = {
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "cluster(brokers=2, topic=None, queues=8, overrides={}): the cluster fixture's shape",
+        "cluster(brokers=2, topic=None, queues=8, overrides={}, remoting=False): the cluster "
+        "fixture's shape",
     )
 
 
@@ -41,7 +42,10 @@ async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     shape: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     overrides = {**FAST_BROKER, **shape.get("overrides", {})}
     async with LocalCluster(
-        tmp_path / "cluster", brokers=shape.get("brokers", 2), broker_overrides=overrides
+        tmp_path / "cluster",
+        brokers=shape.get("brokers", 2),
+        broker_overrides=overrides,
+        remoting=shape.get("remoting", False),
     ) as c:
         if shape.get("topic"):
             await c.create_topic(shape["topic"], shape.get("queues", 8))
