@@ -69,8 +69,17 @@ DEFAULT_BROKER_PORT = 10911
 DEFAULT_BROKER_PORT_STEP = 10
 PROBE_TIMEOUT = 1.0
 
-_NAMESRV_BOOT = re.compile(r"^The Name Server boot success\. address=(?P<addr>\S+)", re.M)
-_BROKER_BOOT = re.compile(r"^The broker\[(?P<name>[^,\]]+), (?P<addr>[^\]]+)\] boot success", re.M)
+# Each server also speaks RocketMQ's remoting protocol (Apache's clients) on its own port: a
+# name server's is its gRPC port + REMOTING_PORT_OFFSET, a broker's the next port up.
+REMOTING_PORT_OFFSET = 100
+
+_NAMESRV_BOOT = re.compile(
+    r"^The Name Server boot success\. address=(?P<addr>\S+)(?: remoting=(?P<remoting>\S+))?", re.M
+)
+_BROKER_BOOT = re.compile(
+    r"^The broker\[(?P<name>[^,\]]+), (?P<addr>[^\]]+)\] boot success\.(?: remoting=(?P<remoting>\S+))?",
+    re.M,
+)
 
 
 class ClusterError(Exception):
@@ -89,6 +98,7 @@ class ProcessRecord:
     argv: list[str]
     log: str
     address: str = ""
+    remoting_address: str = ""
     pid: int | None = None
     # The kernel's start time of ``pid`` (clock ticks since boot), to recognise it later.
     start_time: int | None = None
@@ -104,6 +114,7 @@ class ClusterState:
     topic: str
     queues: int
     namesrv_addr: str = ""
+    namesrv_remoting_addr: str = ""
     processes: list[ProcessRecord] = field(default_factory=list)
 
     @staticmethod
@@ -186,6 +197,13 @@ def _log_tail(path: Path, lines: int = 15) -> str:
     return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
 
+def remoting_port(role: str, port: int) -> int:
+    """The remoting port beside a server's gRPC port (0 stays 0: any free port)."""
+    if port == 0:
+        return 0
+    return port + (REMOTING_PORT_OFFSET if role == "namesrv" else 1)
+
+
 def plan_ports(base_port: int | None, namesrvs: int, brokers: int) -> tuple[list[int], list[int]]:
     """The ports of the name servers and of the brokers (0: the process binds a free one)."""
     if base_port is None:
@@ -195,7 +213,10 @@ def plan_ports(base_port: int | None, namesrvs: int, brokers: int) -> tuple[list
         )
     if base_port == 0:
         return [0] * namesrvs, [0] * brokers
-    ports = [base_port + i for i in range(namesrvs + brokers)]
+    # brokers two ports apart: gRPC, then remoting
+    ports = [base_port + i for i in range(namesrvs)] + [
+        base_port + namesrvs + 2 * i for i in range(brokers)
+    ]
     if ports[-1] > 65535:
         raise ClusterError(f"--base-port {base_port}: ports would run past 65535")
     return ports[:namesrvs], ports[namesrvs:]
@@ -256,6 +277,7 @@ async def _wait_booted(
             found = pattern.search(f.read().decode("utf-8", "replace"))
         if found:
             record.address = found["addr"]
+            record.remoting_address = found["remoting"] or ""
             return True
         code = proc.poll()
         if code is not None:
@@ -337,6 +359,8 @@ async def _start_all(
                 _bin("mqnamesrv"),
                 "--listen",
                 f"{args.host}:{port}",
+                "--remoting-listen",
+                f"{args.host}:{remoting_port('namesrv', port)}",
                 "--log-level",
                 args.server_log_level,
             ],
@@ -348,6 +372,9 @@ async def _start_all(
     for record, proc, offset in started:
         await _wait_booted(record, proc, offset, directory, args.timeout)
     state.namesrv_addr = ";".join(p.address for p in state.of_role("namesrv"))
+    state.namesrv_remoting_addr = ";".join(
+        p.remoting_address for p in state.of_role("namesrv") if p.remoting_address
+    )
     state.save(directory)
 
     started = []
@@ -361,6 +388,8 @@ async def _start_all(
             state.namesrv_addr,
             "--listen",
             f"{args.host}:{port}",
+            "--remoting-listen",
+            f"{args.host}:{remoting_port('broker', port)}",
             "--store-dir",
             str(store),
             "--broker-name",
@@ -439,9 +468,16 @@ def _up(args: argparse.Namespace, out: TextIO) -> int:
 def _print_up(state: ClusterState, out: TextIO) -> None:
     out.write(f"cluster {state.cluster} is up in {state.dir}\n")
     for p in state.processes:
-        out.write(f"  {p.name:<10} {p.address:<22} pid {p.pid:<8} log {p.log}\n")
+        out.write(
+            f"  {p.name:<10} {p.address:<22} remoting {p.remoting_address:<22} "
+            f"pid {p.pid:<8} log {p.log}\n"
+        )
     out.write(f"  topic {state.topic}: {state.queues} queues on every broker\n\n")
     out.write(f"export NAMESRV_ADDR='{state.namesrv_addr}'\n")
+    if state.namesrv_remoting_addr:
+        out.write(
+            f"# Apache RocketMQ clients (remoting): name server {state.namesrv_remoting_addr}\n"
+        )
 
 
 # -- status -------------------------------------------------------------------------------------
@@ -495,6 +531,7 @@ async def _status_document(state: ClusterState) -> dict[str, Any]:
                     "pid": p.pid,
                     "alive": alive,
                     "address": p.address,
+                    "remotingAddress": p.remoting_address,
                     "answering": answering,
                     "log": str(Path(state.dir) / p.log),
                     "argv": p.argv,
@@ -521,6 +558,7 @@ async def _status_document(state: ClusterState) -> dict[str, Any]:
         "dir": state.dir,
         "cluster": state.cluster,
         "namesrvAddr": state.namesrv_addr,
+        "namesrvRemotingAddr": state.namesrv_remoting_addr,
         "healthy": healthy,
         "processes": processes,
         "brokersRegistered": registered,
@@ -553,6 +591,11 @@ def _print_status(document: dict[str, Any], out: TextIO) -> None:
     out.write("healthy\n" if document["healthy"] else "NOT healthy\n")
     if document["healthy"]:
         out.write(f"export NAMESRV_ADDR='{document['namesrvAddr']}'\n")
+        if document.get("namesrvRemotingAddr"):
+            out.write(
+                "# Apache RocketMQ clients (remoting): name server "
+                f"{document['namesrvRemotingAddr']}\n"
+            )
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:

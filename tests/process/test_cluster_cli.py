@@ -7,6 +7,7 @@ second time. A failed ``up`` leaves nothing running.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -72,7 +73,7 @@ def cluster_dir(tmp_path: Path) -> Iterator[Path]:
                     os.kill(p["pid"], signal.SIGKILL)
 
 
-def test_up_status_send_consume_down(cluster_dir: Path) -> None:
+def test_up_status_send_consume_down(cluster_dir: Path, tmp_path: Path) -> None:
     up = cluster("up", "--dir", str(cluster_dir), "--base-port", "0")
     assert up.returncode == 0, up.stderr
     processes = recorded(cluster_dir)
@@ -120,6 +121,18 @@ def test_up_status_send_consume_down(cluster_dir: Path) -> None:
     assert consumed.returncode == 0, consumed.stderr
     messages = json.loads(consumed.stdout)["messages"]
     assert [(m["msgId"], m["body"]) for m in messages] == [(result["msgId"], "hello cluster")]
+
+    # Every server has a remoting port too: Apache's client produces through it.
+    assert all(p["remotingAddress"] for p in document["processes"])
+    remoting_ns = document["namesrvRemotingAddr"]
+    assert remoting_ns and remoting_ns in up.stdout
+    if importlib.util.find_spec("rocketmq") is not None:
+        apache = run(
+            sys.executable, "-m", "tests.integration.apache_client", "produce", "-n", remoting_ns,
+            "-t", "TopicTest", "--count", "3", env={**os.environ, "HOME": str(tmp_path)},
+        )
+        assert apache.returncode == 0, apache.stderr
+        assert [json.loads(line)["status"] for line in apache.stdout.splitlines()] == [0, 0, 0]
 
     down = cluster("down", "--dir", str(cluster_dir))
     assert down.returncode == 0, down.stderr
