@@ -44,3 +44,25 @@ def test_docs_table_lists_every_rpc_with_its_code() -> None:
 
 def test_docs_has_the_join_sequence_diagram() -> None:
     assert "```mermaid" in DOC and "sequenceDiagram" in DOC
+
+
+def test_docs_list_every_remoting_request_code_served() -> None:
+    """Each code the remoting handlers serve has a row in docs/protocol.md's remoting table."""
+    section = DOC.split("### Request codes served", 1)[1].split("###", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    documented = set()
+    for row in rows:
+        first = row.split("|")[1]
+        documented.update(int(c) for c in re.findall(r"\d+", first))
+    routes = {int(code) for code in _broker_route_codes()}
+    assert routes <= documented, f"undocumented remoting codes: {routes - documented}"
+    assert {105, 106, 206} <= documented
+
+
+def _broker_route_codes() -> list[int]:
+    from aiorocketmq.broker.remoting import BrokerRemoting
+
+    class _Broker:  # just enough of a BrokerController to build the routing table
+        pass
+
+    return list(BrokerRemoting(_Broker()).routes)  # type: ignore[arg-type]
