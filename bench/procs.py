@@ -33,6 +33,17 @@ def free_port() -> int:
         return port
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` so far (Linux ``/proc``), None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class ProcessCluster:
     """``mqnamesrv`` and brokers named broker-a, broker-b, ... as processes on loopback."""
 
@@ -44,14 +55,21 @@ class ProcessCluster:
         settings: str = "",
         broker_names: list[str] | None = None,
         trace: bool = False,
+        remoting: bool = False,
     ) -> None:
         self.root = root
+        # Every server also serves RocketMQ's remoting protocol (Apache's clients).
+        self.remoting = remoting
         self.settings = settings
         # Brokers append their protocol trace to root/trace-<name>.jsonl (channel closes, ...).
         self.trace = trace
         self.broker_names = broker_names or [f"broker-{chr(ord('a') + i)}" for i in range(brokers)]
         self.namesrv_addr = f"127.0.0.1:{free_port()}"
         self.broker_addrs = {name: f"127.0.0.1:{free_port()}" for name in self.broker_names}
+        self.namesrv_remoting_addr = f"127.0.0.1:{free_port()}" if remoting else ""
+        self.broker_remoting_addrs = {
+            name: f"127.0.0.1:{free_port()}" if remoting else "" for name in self.broker_names
+        }
         self.namesrv: subprocess.Popen[bytes] | None = None
         self.brokers: dict[str, subprocess.Popen[bytes]] = {}
         self.conns = BrokerConnections()
@@ -66,8 +84,9 @@ class ProcessCluster:
         )
 
     def start_namesrv(self) -> None:
+        remoting = ["--remoting-listen", self.namesrv_remoting_addr] if self.remoting else []
         self.namesrv = self._spawn(
-            "mqnamesrv", "--listen", self.namesrv_addr, "--log-level", "WARNING"
+            "mqnamesrv", "--listen", self.namesrv_addr, *remoting, "--log-level", "WARNING"
         )
 
     def start_broker(self, name: str) -> None:
@@ -88,6 +107,7 @@ class ProcessCluster:
             "--log-level",
             "WARNING",
             *(["--trace", str(self.trace_file(name))] if self.trace else []),
+            *(["--remoting-listen", self.broker_remoting_addrs[name]] if self.remoting else []),
         )
 
     def trace_file(self, name: str) -> Path:

@@ -55,6 +55,7 @@ from aiorocketmq.protocol.rpc import insecure_channel
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from aiorocketmq.runtime import run
 from bench.echo_server import ECHO_METHOD, ECHO_SEND_METHOD
+from bench.procs import cpu_seconds
 
 __all__ = ["main"]
 
@@ -91,13 +92,7 @@ class Server:
 
     def cpu_seconds(self) -> float | None:
         """User + system CPU time of the process so far (Linux ``/proc``), None elsewhere."""
-        try:
-            with open(f"/proc/{self.proc.pid}/stat") as f:
-                stat = f.read()
-        except OSError:
-            return None
-        fields = stat[stat.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.proc.pid)
 
 
 @contextmanager
