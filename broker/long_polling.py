@@ -6,6 +6,9 @@ offset it wants and its tag filter. When the store appends to that queue it call
 pull that wants an offset below it and whose filter matches is woken and re-executed. A pull
 not woken by its suspend timeout (15 s by default) is answered NO_NEW_MSG.
 
+A parked pull may name its ``holder`` (the remoting layer: the connection and the group);
+``release`` answers that holder's parked pulls on a queue at once, as their timeout would.
+
 Where we differ from RocketMQ: its hold service also re-checks every 5 s (so an idle hold lasts
 15-20 s); asyncio gives each parked pull its own timer, so the timeout is exact.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from aiorocketmq.protocol.tags import SubscriptionExpression
@@ -26,6 +30,7 @@ class _HeldPull:
     offset: int
     expression: SubscriptionExpression | None
     waiter: asyncio.Future[None]
+    holder: Hashable | None = None
 
 
 class PullRequestHoldService:
@@ -44,6 +49,7 @@ class PullRequestHoldService:
         offset: int,
         expression: SubscriptionExpression | None,
         timeout_s: float,
+        holder: Hashable | None = None,
     ) -> bool:
         """Park until a matching message arrives (True) or the timeout passes (False).
 
@@ -51,7 +57,7 @@ class PullRequestHoldService:
         after the caller's empty read still wakes it.
         """
         key = (topic, queue_id)
-        entry = _HeldPull(offset, expression, asyncio.get_running_loop().create_future())
+        entry = _HeldPull(offset, expression, asyncio.get_running_loop().create_future(), holder)
         self._held[key].append(entry)
         try:
             async with asyncio.timeout(timeout_s):
@@ -82,6 +88,16 @@ class PullRequestHoldService:
                 or entry.expression.matches_code(tags_code)
             ):
                 entry.waiter.set_result(None)
+
+    def release(self, topic: str, queue_id: int, holder: Hashable) -> int:
+        """Answer now the pulls ``holder`` parked on the queue (they re-read and find nothing
+        new, as at their timeout); how many."""
+        released = 0
+        for entry in self._held.get((topic, queue_id), ()):
+            if entry.holder == holder and not entry.waiter.done():
+                entry.waiter.set_result(None)
+                released += 1
+        return released
 
     def wake_all(self) -> None:
         """Answer every parked pull now (at shutdown)."""

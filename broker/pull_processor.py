@@ -14,6 +14,7 @@ broker builds no object per message. Otherwise each message is decoded into ``me
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Protocol
 
 from aiorocketmq.broker.config import BrokerConfig
@@ -173,9 +174,14 @@ class PullMessageProcessor:
         return to_pull_status(result, request.queue_offset), result
 
     async def pull(
-        self, request: broker_pb2.PullMessageRequest, peer: str
+        self,
+        request: broker_pb2.PullMessageRequest,
+        peer: str,
+        *,
+        holder: Hashable | None = None,
     ) -> broker_pb2.PullMessageResponse:
-        """One pull: validate, commit the piggybacked offset, read, hold while empty."""
+        """One pull: validate, commit the piggybacked offset, read, hold while empty (as
+        ``holder``'s, when given: see ``PullRequestHoldService.release``)."""
         self._validate(request)
         expression = self._expression(request)
         if request.epoch:
@@ -198,6 +204,7 @@ class PullMessageProcessor:
                 request.queue_offset,
                 None if expression.matches_all else expression,
                 timeout_ms / 1000,
+                holder,
             )
             if arrived:
                 if request.epoch:  # the queue may have moved while we waited

@@ -277,9 +277,10 @@ class BrokerRemoting:
     ) -> RemotingCommand:
         """PULL_MESSAGE (11, and 361): long polling and the piggy-backed commit included."""
         sys_flag = f.integer("sysFlag", 0)
+        group = f.string("consumerGroup")
         answer = await self.b.pull.pull(
             broker_pb2.PullMessageRequest(
-                consumer_group=f.string("consumerGroup"),
+                consumer_group=group,
                 topic=f.string("topic"),
                 queue_id=f.integer("queueId"),
                 queue_offset=f.integer("queueOffset"),
@@ -296,6 +297,7 @@ class BrokerRemoting:
                 raw_records=True,
             ),
             conn.remote_addr,
+            holder=self._holder(conn, group),
         )
         code = PULL_RESPONSE_CODES[answer.status]
         body = b""
@@ -347,12 +349,27 @@ class BrokerRemoting:
     async def update_consumer_offset(
         self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
     ) -> RemotingCommand:
-        request = broker_pb2.UpdateConsumerOffsetRequest(consumer_group=f.string("consumerGroup"))
-        request.offsets.add(
-            topic=f.string("topic"), queue_id=f.integer("queueId"), offset=f.integer("commitOffset")
-        )
+        group, topic, queue_id = f.string("consumerGroup"), f.string("topic"), f.integer("queueId")
+        request = broker_pb2.UpdateConsumerOffsetRequest(consumer_group=group)
+        request.offsets.add(topic=topic, queue_id=queue_id, offset=f.integer("commitOffset"))
         self.b.offset.update_consumer_offset(request, conn.remote_addr)
+        holder = self._holder(conn, group)
+        if holder is not None:
+            self.b.hold.release(topic, queue_id, holder)
         return cmd.response()
+
+    @staticmethod
+    def _holder(conn: RemotingConnection, group: str) -> tuple[int, str] | None:
+        """Whose held pulls a commit on this connection releases: Apache's C++ client only.
+
+        The C++ client 1.2.3 commits a queue's offset as it drops the queue, but leaves its
+        held pull outstanding; if the queue comes back before that pull is answered, it waits
+        for the answer while holding its consumer table's lock, on one of its two callback
+        threads, and with two brokers' notifications taking both threads the answer can never
+        be handled (fixed upstream in 1.2.5). A commit from that connection therefore answers
+        its held pull on the queue at once, as the pull's timeout would have.
+        """
+        return (id(conn), group) if conn.language == "CPP" else None
 
     def _queue(self, f: Fields) -> broker_pb2.QueueOffsetRequest:
         return broker_pb2.QueueOffsetRequest(topic=f.string("topic"), queue_id=f.integer("queueId"))

@@ -259,3 +259,46 @@ async def test_silent_and_vanishing_clients(cluster: LocalCluster, broker_addr: 
         assert (await other.request(31, {"topic": TOPIC, "queueId": 0})).code == 0
     finally:
         await other.close()
+
+
+async def test_lock_and_unlock_batch(broker_addr: str) -> None:
+    """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ with the C++ body (no onlyThisBroker)."""
+
+    def body(client: str) -> bytes:
+        return json.dumps({"clientId": client, "consumerGroup": "orderly", "mqSet": [
+            {"brokerName": "broker-a", "queueId": 0, "topic": TOPIC}]}).encode()
+
+    client = await Client.connect(broker_addr)
+    try:
+        first = await client.request(41, body=body("c1"))
+        assert json.loads(first.body)["lockOKMQSet"] == [
+            {"brokerName": "broker-a", "queueId": 0, "topic": TOPIC}]
+        assert json.loads((await client.request(41, body=body("c2"))).body)["lockOKMQSet"] == []
+        assert (await client.request(42, body=body("c1"))).code == 0
+        assert len(json.loads((await client.request(41, body=body("c2"))).body)["lockOKMQSet"]) == 1
+    finally:
+        await client.close()
+
+
+async def test_a_commit_answers_the_same_cpp_connections_held_pull(broker_addr: str) -> None:
+    """Apache's C++ client 1.2.3 commits a queue as it drops it and would wait for its held
+    pull if the queue came back: the commit answers that pull at once (PULL_NOT_FOUND)."""
+    client = await Client.connect(broker_addr)
+    other = await Client.connect(broker_addr)
+    try:
+        pull = {"consumerGroup": "held", "topic": TOPIC, "queueId": 0, "queueOffset": 0,
+                "maxMsgNums": 32, "sysFlag": 6, "commitOffset": -1,
+                "suspendTimeoutMillis": 10000, "subscription": "*", "subVersion": 0}
+        mine = asyncio.ensure_future(client.request(11, pull))
+        theirs = asyncio.ensure_future(other.request(11, pull))
+        await asyncio.sleep(0.3)
+        assert not mine.done() and not theirs.done()
+        client.send(15, {"consumerGroup": "held", "topic": TOPIC, "queueId": 0,
+                         "commitOffset": 0})
+        answer = await asyncio.wait_for(mine, 2)
+        assert (answer.code, answer.ext_fields["nextBeginOffset"]) == (19, "0")
+        await asyncio.sleep(0.3)
+        assert not theirs.done()  # another connection's pull stays held
+    finally:
+        await client.close()
+        await other.close()
