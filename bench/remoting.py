@@ -103,6 +103,7 @@ async def _run_client(
         "--messages", str(messages), "--size", str(size),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         env={**os.environ, "HOME": str(home)},
+        limit=64 * 1024 * 1024,  # the latencies come back as one JSON line
     )
     assert proc.stdin is not None and proc.stdout is not None
     ready = json.loads(await proc.stdout.readline())
