@@ -5,17 +5,21 @@ There is no Docker engine where these tests run, so the file is checked in two w
 - against the Compose specification's JSON schema (``tests/data/compose-spec.json``, draft
   2020-12, vendored from the compose-spec project, Apache-2.0);
 - by running it without Docker: each service's command becomes a local process of this
-  package's console scripts. Service hostnames and their exposed container ports become
-  127.0.0.1 and free ports, named volumes and configs become files under a temporary directory,
+  package's console scripts. The services share one network namespace (``network_mode:
+  service:net``), as local processes share the host's: each published container port becomes
+  a free local port, ``${VAR:-default}`` takes its default (Compose's interpolation), named
+  volumes and configs become files under a temporary directory,
   health checks run as the same commands (translated the same way), and ``depends_on``
   conditions are waited for as Compose waits for them. The consumer service runs twice, as
   ``--scale consumer=2`` would run it. The producer's messages must reach both consumers'
-  ``--print`` output, ``clusterList`` must show both brokers, and every process must exit 0
-  on SIGTERM.
+  ``--print`` output, ``clusterList`` must show both brokers at the published addresses, an
+  application on the host (this process, Apache's client too) must reach them, and every
+  process must exit 0 on SIGTERM.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -48,10 +52,28 @@ REPLICAS = {"consumer": 2}
 TOPIC = "TopicTest"
 
 
-def load_compose() -> dict[str, Any]:
-    """The compose file as Compose reads it (YAML 1.2, merge keys resolved)."""
-    document: dict[str, Any] = YAML(typ="safe", pure=True).load(COMPOSE_FILE.read_text())
+INTERPOLATION = re.compile(r"\$\{(\w+):-([^}]*)\}")
+
+
+def interpolate(text: str) -> str:
+    """Compose's ``${VAR:-default}``, with no variable set: the default."""
+    return INTERPOLATION.sub(lambda m: m[2], text)
+
+
+def load_compose(*, raw: bool = False) -> dict[str, Any]:
+    """The compose file as Compose reads it (YAML 1.2, merge keys resolved, interpolated)."""
+    text = COMPOSE_FILE.read_text()
+    document: dict[str, Any] = YAML(typ="safe", pure=True).load(text if raw else interpolate(text))
     return document
+
+
+def published(spec: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """A service's ``ports`` as (host ip, host port, container port)."""
+    out = []
+    for entry in spec.get("ports", []):
+        ip, host, container = str(entry).rsplit(":", 2)
+        out.append((ip, int(host), int(container)))
+    return out
 
 
 def schema_errors(document: dict[str, Any]) -> list[str]:
@@ -65,6 +87,7 @@ def schema_errors(document: dict[str, Any]) -> list[str]:
 
 
 def test_the_compose_file_is_valid_per_the_compose_specification() -> None:
+    assert schema_errors(load_compose(raw=True)) == []
     assert schema_errors(load_compose()) == []
 
 
@@ -76,18 +99,29 @@ def test_the_schema_check_rejects_a_misspelt_key() -> None:
 
 def test_the_services_and_their_shape() -> None:
     services = load_compose()["services"]
-    assert set(services) >= {"namesrv", "broker-a", "broker-b", "producer", "consumer"}
+    assert set(services) >= {"net", "namesrv", "broker-a", "broker-b", "producer", "consumer"}
     for name, spec in services.items():
         assert isinstance(spec["command"], list), f"{name}: exec form, so no shell is needed"
         assert spec["image"] == "aiorocketmq:local", name
         assert spec["build"]["context"] == ".", name
-        assert "ports" not in spec, f"{name}: no fixed host ports"
-    # Scalable: no fixed container name, no published port.
+        if name != "net":
+            assert spec["network_mode"] == "service:net", f"{name}: the cluster's namespace"
+            assert "ports" not in spec, f"{name}: ports are published by net"
+        expected = "no" if name == "create-topic" else "unless-stopped"
+        assert spec["restart"] == expected, f"{name}: restart policy"
+    # Published on loopback by default, one host port per container port.
+    ports = published(services["net"])
+    assert {ip for ip, _, _ in ports} == {"127.0.0.1"}
+    assert all(host == container for _, host, container in ports)
+    assert {p for _, _, p in ports} == {9876, 9877, 10911, 10912, 10921, 10922}
+    # Scalable: no fixed container name, no port of its own.
     assert "container_name" not in services["consumer"]
+    for name in ("namesrv", "broker-a", "broker-b"):
+        check = services[name]["healthcheck"]
+        # Cheap: every second while starting, every 30 s after.
+        assert duration_s(check["interval"]) >= 30 and duration_s(check["start_interval"]) <= 1
     for broker in ("broker-a", "broker-b"):
         assert services[broker]["depends_on"]["namesrv"]["condition"] == "service_healthy"
-        assert "healthcheck" in services[broker]
-    assert "healthcheck" in services["namesrv"]
 
 
 def test_the_image_gets_every_package_pyproject_installs() -> None:
@@ -98,7 +132,14 @@ def test_the_image_gets_every_package_pyproject_installs() -> None:
     linked = {p.resolve().name for p in (REPO / "aiorocketmq").iterdir() if p.is_symlink()}
     packages = {"aiorocketmq", "setup.py"} | linked
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.M)
+    # Two stages: one compiles the C speedups into a wheel, the image installs that wheel.
+    assert re.findall(r"^FROM (.+)$", dockerfile, re.M) == [
+        "python:3.11-slim AS build", "python:3.11-slim"
+    ]
+    build, image = dockerfile.split("\nFROM python:3.11-slim\n")
+    assert "gcc" in build and "pip wheel" in build and "_speedups" in build
+    assert "COPY --from=build /wheels /wheels" in image
+    assert "import aiorocketmq.protocol._speedups" in image, "the image fails without them"
     copied = set(re.findall(r"^COPY (\S+) \./\1$", dockerfile, re.M))
     assert packages <= copied, f"not copied into the image: {sorted(packages - copied)}"
     ignore = (REPO / ".dockerignore").read_text().splitlines()
@@ -139,11 +180,8 @@ class LocalCompose:
         self.services: dict[str, dict[str, Any]] = compose["services"]
         self.root = root
         (root / "logs").mkdir()
-        # (service, container port) -> local port; only exposed ports can be dialled.
-        self.ports = {
-            name: {int(port): free_port() for port in spec.get("expose", [])}
-            for name, spec in self.services.items()
-        }
+        # One namespace: container port -> local port, for the ports net publishes.
+        self.ports = {container: free_port() for _, _, container in published(self.services["net"])}
         self.paths = {name: self._mounts(name) for name in self.services}
         self.env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -178,12 +216,9 @@ class LocalCompose:
     def _addresses(self, service: str | None, text: str) -> str:
         def local(m: re.Match[str]) -> str:
             host, port = m[1], int(m[2])
-            if host in self.services:
-                assert port in self.ports[host], f"{host} does not expose port {port}"
-                return f"{LOCAL}:{self.ports[host][port]}"
-            if service is not None and host in SELF_HOSTS:
-                assert port in self.ports[service], f"{service} does not expose port {port}"
-                return f"{LOCAL}:{self.ports[service][port]}"
+            if host in self.services or host in SELF_HOSTS:
+                assert port in self.ports, f"port {port} is not published by net"
+                return f"{LOCAL}:{self.ports[port]}"
             return m[0]
 
         return HOST_PORT.sub(local, text)
@@ -345,7 +380,7 @@ def test_every_service_runs_as_a_local_process_wired_the_same_way(tmp_path: Path
                 body = json.loads(message["body"])
                 assert body["prefix"] == "msg" and isinstance(body["seq"], int)
 
-        namesrv_addr = f"{LOCAL}:{compose.ports['namesrv'][9876]}"
+        namesrv_addr = f"{LOCAL}:{compose.ports[9876]}"
         listed = subprocess.run(
             [str(BIN / "mqadmin"), "clusterList", "-n", namesrv_addr, "--json"],
             capture_output=True,
@@ -355,9 +390,10 @@ def test_every_service_runs_as_a_local_process_wired_the_same_way(tmp_path: Path
         assert listed.returncode == 0, listed.stderr
         info = json.loads(listed.stdout)
         assert info["clusterAddrTable"] == {"DefaultCluster": ["broker-a", "broker-b"]}
+        # advertised at the published addresses: what an application on the host dials
         assert {b["brokerName"]: b["brokerAddr"] for b in info["liveBrokers"]} == {
-            "broker-a": f"{LOCAL}:{compose.ports['broker-a'][10911]}",
-            "broker-b": f"{LOCAL}:{compose.ports['broker-b'][10911]}",
+            "broker-a": f"{LOCAL}:{compose.ports[10911]}",
+            "broker-b": f"{LOCAL}:{compose.ports[10921]}",
         }
         route = subprocess.run(
             [str(BIN / "mqadmin"), "topicRoute", "-n", namesrv_addr, "-t", TOPIC, "--json"],
@@ -371,6 +407,22 @@ def test_every_service_runs_as_a_local_process_wired_the_same_way(tmp_path: Path
             for qd in json.loads(route.stdout)["queueDatas"]
         }
         assert queues == {"broker-a": (8, 8), "broker-b": (8, 8)}
+
+        # An application on the host: our producer over gRPC, Apache's over remoting.
+        sent = subprocess.run(
+            [str(BIN / "mqadmin"), "sendMessage", "-n", namesrv_addr, "-t", TOPIC, "-p", "host",
+             "--json"],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert sent.returncode == 0, sent.stderr
+        if importlib.util.find_spec("rocketmq") is not None:
+            apache = subprocess.run(
+                [sys.executable, "-m", "tests.integration.apache_client", "produce", "-n",
+                 f"{LOCAL}:{compose.ports[9877]}", "-t", TOPIC, "--count", "2"],
+                capture_output=True, text=True, timeout=60, cwd=REPO,
+                env={**os.environ, "HOME": str(tmp_path)},
+            )
+            assert apache.returncode == 0, apache.stderr
     finally:
         codes = compose.stop_all()
     failed = {name: code for name, code in codes.items() if code != 0}
