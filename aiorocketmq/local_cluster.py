@@ -4,7 +4,8 @@ For tests, the demo and benchmarks: ``async with LocalCluster(tmp_path, brokers=
 starts one name server and the brokers (stores under ``root``), with timings shrunk through the
 same settings a user would set (``broker_overrides``), and stops everything on exit. With
 ``remoting=True`` every server also speaks RocketMQ's remoting protocol, so Apache's clients can
-use the cluster at ``namesrv_remoting_addr``.
+use the cluster at ``namesrv_remoting_addr``; with ``metrics=True`` every server serves
+Prometheus metrics (``namesrv.metrics.address``, ``broker.metrics.address``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class LocalCluster:
     root: Path
     brokers: int = 1
     remoting: bool = False
+    metrics: bool = False
     broker_overrides: dict[str, Any] = field(default_factory=dict)
     namesrv_config: NamesrvConfig = field(
         default_factory=lambda: NamesrvConfig(listen="127.0.0.1:0")
@@ -73,6 +75,8 @@ class LocalCluster:
         }
         if self.remoting:
             settings["remoting_listen"] = "127.0.0.1:0"
+        if self.metrics:
+            settings["metrics_listen"] = "127.0.0.1:0"
         settings.update(self.broker_overrides)
         settings.update(overrides)
         broker_config, store_config = load_settings(None, **settings)
@@ -81,6 +85,8 @@ class LocalCluster:
     async def start(self) -> None:
         if self.remoting and not self.namesrv_config.remoting_listen:
             self.namesrv_config.remoting_listen = "127.0.0.1:0"
+        if self.metrics and not self.namesrv_config.metrics_listen:
+            self.namesrv_config.metrics_listen = "127.0.0.1:0"
         self.namesrv = NameServer(self.namesrv_config)
         await self.namesrv.start()
         for i in range(self.brokers):

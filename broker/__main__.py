@@ -26,6 +26,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="HOST:PORT",
         help="also serve RocketMQ's remoting protocol (Apache's clients) here; port 0 = any",
     )
+    p.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics",
+    )
     p.add_argument("--store-dir", help="store root directory (default ~/store)")
     p.add_argument("--broker-name", help="broker name (default broker-a)")
     p.add_argument("--cluster", help="cluster name (default DefaultCluster)")
@@ -45,6 +50,7 @@ async def serve(args: argparse.Namespace) -> int:
         namesrv_addr=args.namesrv_addr,
         listen=args.listen,
         remoting_listen=args.remoting_listen,
+        metrics_listen=args.metrics_listen,
         store_path_root_dir=args.store_dir,
         broker_name=args.broker_name,
         broker_cluster_name=args.cluster,

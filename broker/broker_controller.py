@@ -20,6 +20,7 @@ from aiorocketmq.broker.admin_processor import AdminProcessor
 from aiorocketmq.broker.client_processor import ClientManageProcessor
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.long_polling import PullRequestHoldService
+from aiorocketmq.broker.metrics import GroupChangeCounter, collect_broker
 from aiorocketmq.broker.offset_processor import OffsetProcessor
 from aiorocketmq.broker.pull_processor import PullMessageProcessor
 from aiorocketmq.broker.schedule import SCHEDULE_TOPIC, ScheduleMessageService
@@ -27,7 +28,9 @@ from aiorocketmq.broker.send_processor import SendMessageProcessor
 from aiorocketmq.broker.store import MessageStore, MessageStoreConfig
 from aiorocketmq.broker.topic_config_manager import TopicConfigManager
 from aiorocketmq.logs import get_logger
+from aiorocketmq.metrics import MetricFamilies, ServerMetrics
 from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.protocol.codes import RPC_REQUEST_CODES
 from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.protocol.perm import PermName
 from aiorocketmq.protocol.remoting.server import RemotingServer
@@ -61,6 +64,8 @@ class BrokerController:
         self.registered_count = 0
         self.running = False
         self.remoting: RemotingServer | None = None
+        self.metrics: ServerMetrics | None = None
+        self.group_changes = GroupChangeCounter()
 
     @property
     def remoting_address(self) -> str:
@@ -107,6 +112,7 @@ class BrokerController:
         self.client = ClientManageProcessor(
             self.config, self.topics, self.store, self.schedule, self.store_root
         )
+        self.client.consumer_manager.append_consumer_ids_change_listener(self.group_changes)
         self.store.add_arrival_listener(self.hold.notify_message_arriving)
         self.store.add_arrival_listener(self.schedule.on_message_arriving)
         self.send = SendMessageProcessor(self.config, self.topics, self.store, self.schedule)
@@ -127,6 +133,14 @@ class BrokerController:
         )
 
         await self.store.start()
+        if self.config.metrics_listen:
+            self.metrics = ServerMetrics(
+                node_type="broker",
+                cluster=self.config.broker_cluster_name,
+                node_id=self.config.broker_name,
+                collect=self._collect_metrics,
+            )
+            self.metrics.start(self.config.metrics_listen)
         if self.config.remoting_listen:
             await self._start_remoting(host)
         await self.server.start()
@@ -159,6 +173,7 @@ class BrokerController:
             cluster=self.config.broker_cluster_name,
             address=self.address,
             remoting_address=self.remoting_address or None,
+            metrics_address=self.metrics.address if self.metrics is not None else None,
             namesrv_addr=self.config.namesrv_addr,
             store=str(self.store_root),
         )
@@ -180,7 +195,22 @@ class BrokerController:
         if self.config.broker_ip1 or remoting.host in ("0.0.0.0", "::", ""):
             remoting.host = self.config.broker_ip1 or host
         handler.bind(remoting.address)
+        remoting.observe = self._observe_remoting
         self.remoting = remoting
+
+    def _collect_metrics(self, out: MetricFamilies) -> None:
+        collect_broker(self, out)
+
+    def observe_rpc(self, rpc: str, response_code: int, seconds: float) -> None:
+        """A gRPC request served (``protocol.rpc.guard`` calls it): the latency histogram."""
+        if self.metrics is not None:
+            code = RPC_REQUEST_CODES.get(f"Broker.{rpc}")
+            self.metrics.observe_rpc("grpc", rpc if code is None else int(code), response_code,
+                                     seconds)
+
+    def _observe_remoting(self, request_code: int, response_code: int, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_rpc("remoting", request_code, response_code, seconds)
 
     async def shutdown(self) -> None:
         """Unregister, stop serving, stop the timers, flush. Idempotent."""
@@ -208,6 +238,8 @@ class BrokerController:
         if self.server is not None:
             await self.server.stop(grace=0.5)
         await self.schedule.shutdown()
+        if self.metrics is not None:
+            self.metrics.stop()
         self.client.persist_offsets_now()
         await self.store.shutdown()
         if self.namesrv is not None:

@@ -88,6 +88,9 @@ class ClientManageProcessor:
         self.producer_manager = ProducerManager()
         self.locks = RebalanceLockManager(lock_max_live_ms=config.rebalance_lock_max_live_time_ms)
         self.grants = QueueGrantManager(epoch_base=_now_ms())
+        # Fenced handoff: queues granted and acquisitions denied so far (for the metrics).
+        self.grants_given = 0
+        self.grants_denied = 0
         self._grants_persisted = 0
         self.offsets = ConsumerOffsetManager(store_root)
         self._persist_lock = threading.Lock()
@@ -348,6 +351,8 @@ class ClientManageProcessor:
             request.consumer_group, request.client_id, request.channel_id, mqs
         )
         self._persist_grants()  # before the answer: a grant survives a crash once given
+        self.grants_given += len(result.granted)
+        self.grants_denied += len(result.denied)
         response = broker_pb2.AcquireQueuesResponse()
         for mq, epoch in result.granted:
             committed = self.offsets.query_offset(request.consumer_group, mq.topic, mq.queue_id)

@@ -46,6 +46,8 @@ class BrokerConfig:
     # (RocketMQ's com.rocketmq.remoting.frameMaxLength and serverChannelMaxIdleTimeSeconds).
     remoting_max_frame_length: int = 16 * 1024 * 1024
     remoting_idle_timeout_ms: int = 120_000
+    # Ours: host:port serving Prometheus metrics at /metrics; empty = none.
+    metrics_listen: str = ""
     broker_permission: int = 6
     # Topics
     auto_create_topic_enable: bool = True

@@ -102,6 +102,8 @@ class PullMessageProcessor:
         self.offsets = offsets
         self.fences = fences
         self.pull_offset_table: dict[tuple[str, str, int], int] = {}
+        # (topic, group) -> [messages, bytes] answered: the metrics' messages and throughput out.
+        self.stats: dict[tuple[str, str], list[int]] = {}
 
     def _expression(self, request: broker_pb2.PullMessageRequest) -> SubscriptionExpression:
         if request.has_subscription:
@@ -223,6 +225,12 @@ class PullMessageProcessor:
             broker_name=broker_name,
         )
         if status == broker_pb2.FOUND:
+            key = (request.topic, request.consumer_group)
+            counts = self.stats.get(key)
+            if counts is None:
+                counts = self.stats[key] = [0, 0]
+            counts[0] += result.message_count
+            counts[1] += result.buffer_total_size
             if request.raw_records:
                 response.records = result.records
             else:

@@ -66,6 +66,15 @@ class SendMessageProcessor:
         self.store = store
         self.schedule = schedule
         self._random = random.Random()
+        # topic -> [messages, body bytes] stored: the metrics' messages and throughput in.
+        self.stats: dict[str, list[int]] = {}
+
+    def _count(self, topic: str, messages: int, size: int) -> None:
+        counts = self.stats.get(topic)
+        if counts is None:
+            counts = self.stats[topic] = [0, 0]
+        counts[0] += messages
+        counts[1] += size
 
     def _choose_queue(self, topic: str, queue_id: int) -> int:
         config = self.topics.select_topic_config(topic)
@@ -140,7 +149,13 @@ class SendMessageProcessor:
                     queue_offset=r.queue_offset,
                     commit_log_offset=r.commit_log_offset,
                 )
+            self._count(topic, len(messages), sum(len(m.body) for m in messages))
             return response
+        self._count(
+            topic,
+            len(put.commit_log_offsets),
+            len(body) if body else sum(len(m.body) for m in wire),
+        )
         if put.status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
             # Stored, but not yet durable within sync_flush_timeout_ms (RocketMQ's answer too).
             response.send_status = broker_pb2.FLUSH_DISK_TIMEOUT_STATUS

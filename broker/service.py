@@ -29,6 +29,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     def __init__(self, broker: BrokerController) -> None:
         self.b = broker
 
+    def observe_rpc(self, rpc: str, response_code: int, seconds: float) -> None:
+        """Called by ``guard`` after each RPC: the broker's latency histogram."""
+        self.b.observe_rpc(rpc, response_code, seconds)
+
     # ---- the client channel ----------------------------------------------------------------
     async def OpenChannel(
         self, request: broker_pb2.OpenChannelRequest, context: Ctx

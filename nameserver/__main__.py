@@ -34,6 +34,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="also serve RocketMQ's remoting protocol (Apache's clients) here; port 0 = any",
     )
     parser.add_argument(
+        "--metrics-listen",
+        default=defaults.metrics_listen,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,
@@ -90,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         scan_not_active_broker_interval_ms=args.scan_interval_ms,
         broker_channel_expired_time_ms=args.broker_expire_ms,
         remoting_listen=args.remoting_listen,
+        metrics_listen=args.metrics_listen,
     )
     try:
         run(serve(config))

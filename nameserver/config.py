@@ -25,3 +25,5 @@ class NamesrvConfig:
     broker_channel_expired_time_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_TIME_MS
     shutdown_grace_ms: int = 1_000
     remoting_listen: str = ""
+    # host:port serving Prometheus metrics at /metrics; empty = none.
+    metrics_listen: str = ""

@@ -17,9 +17,11 @@ from types import TracebackType
 import grpc
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.metrics import MetricFamilies, ServerMetrics
 from aiorocketmq.nameserver.config import NamesrvConfig
 from aiorocketmq.nameserver.remoting import NameServerRemoting
 from aiorocketmq.nameserver.route_info_manager import RouteInfoManager
+from aiorocketmq.protocol.codes import RPC_REQUEST_CODES
 from aiorocketmq.protocol.remoting.server import RemotingServer
 from aiorocketmq.protocol.rpc import guard, new_server
 from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
@@ -42,6 +44,14 @@ class NameServerService(nameserver_pb2_grpc.NameServerServicer):  # type: ignore
     ) -> None:
         self.route_info_manager = route_info_manager
         self._now_ms = now_ms
+        self.metrics: ServerMetrics | None = None
+
+    def observe_rpc(self, rpc: str, response_code: int, seconds: float) -> None:
+        """Called by ``guard`` after each RPC: the latency histogram, when metrics are on."""
+        if self.metrics is not None:
+            code = RPC_REQUEST_CODES.get(f"NameServer.{rpc}")
+            self.metrics.observe_rpc("grpc", rpc if code is None else int(code), response_code,
+                                     seconds)
 
     @guard
     async def RegisterBroker(
@@ -135,6 +145,7 @@ class NameServer:
         self._scan_task: asyncio.Task[None] | None = None
         self.port: int = 0
         self.remoting: RemotingServer | None = None
+        self.metrics: ServerMetrics | None = None
 
     @property
     def address(self) -> str:
@@ -159,11 +170,19 @@ class NameServer:
             raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
         if port == 0:
             raise OSError(f"cannot listen on {self.config.listen}")
+        if self.config.metrics_listen:
+            self.metrics = ServerMetrics(
+                node_type="namesrv", cluster="", node_id=self.config.listen,
+                collect=self._collect_metrics,
+            )
+            self.metrics.start(self.config.metrics_listen)
+            self.service.metrics = self.metrics
         if self.config.remoting_listen:
             remoting = RemotingServer(
                 NameServerRemoting(self.route_info_manager).handle, name="namesrv"
             )
             await remoting.start(self.config.remoting_listen)
+            remoting.observe = self._observe_remoting
             self.remoting = remoting
         await server.start()
         self._server = server
@@ -179,6 +198,21 @@ class NameServer:
             broker_channel_expired_time_ms=self.config.broker_channel_expired_time_ms,
         )
 
+    def _collect_metrics(self, out: MetricFamilies) -> None:
+        """Live brokers per cluster, and topics routed."""
+        routes = self.route_info_manager
+        clusters: dict[str, int] = {}
+        for live in routes.broker_live_table.values():
+            clusters[live.cluster_name] = clusters.get(live.cluster_name, 0) + 1
+        out.gauge("aiorocketmq_namesrv_live_brokers", "Live broker addresses, per cluster",
+                  (({"broker_cluster": c}, n) for c, n in sorted(clusters.items())))
+        out.gauge("rocketmq_topic_number", "Topics some registered broker serves",
+                  [({}, len(routes.topic_queue_table))])
+
+    def _observe_remoting(self, request_code: int, response_code: int, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_rpc("remoting", request_code, response_code, seconds)
+
     async def shutdown(self) -> None:
         """Cancel and await the scan task, then stop the server (in-flight RPCs get a grace)."""
         task, self._scan_task = self._scan_task, None
@@ -193,6 +227,9 @@ class NameServer:
         remoting, self.remoting = self.remoting, None
         if remoting is not None:
             await remoting.stop()
+        metrics, self.metrics = self.metrics, None
+        if metrics is not None:
+            metrics.stop()
         server, self._server = self._server, None
         if server is not None:
             await server.stop(self.config.shutdown_grace_ms / 1000)

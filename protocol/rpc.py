@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 import grpc
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import (
     RESPONSE_CODE_KEY,
     MQError,
@@ -95,15 +97,24 @@ def guard(
 
     @functools.wraps(method)
     async def wrapper(self: S, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        start = time.perf_counter()
+        code = ResponseCode.SUCCESS
         try:
             return await method(self, request, context)
         except MQError as e:
+            code = e.response_code
             await abort_with(context, e)
         except grpc.aio.AbortError:
             raise
         except Exception as e:  # the server keeps serving; the caller learns what broke
+            code = ResponseCode.SYSTEM_ERROR
             log.exception("rpc failed", rpc=method.__name__)
             await abort_with(context, MQError(f"{method.__name__} failed: {e!r}"))
+        finally:
+            # The servicer's metrics hook, when it has one (the latency per request code).
+            observe = getattr(self, "observe_rpc", None)
+            if observe is not None:
+                observe(method.__name__, int(code), time.perf_counter() - start)
         raise AssertionError("unreachable")  # abort always raises
 
     return wrapper

@@ -31,7 +31,7 @@ FAST_BROKER: dict[str, Any] = {
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "cluster(brokers=2, topic=None, queues=8, overrides={}, remoting=False): the cluster "
+        "cluster(brokers=2, topic=None, queues=8, overrides={}, remoting=False, metrics=False): the cluster "
         "fixture's shape",
     )
 
@@ -46,6 +46,7 @@ async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         brokers=shape.get("brokers", 2),
         broker_overrides=overrides,
         remoting=shape.get("remoting", False),
+        metrics=shape.get("metrics", False),
     ) as c:
         if shape.get("topic"):
             await c.create_topic(shape["topic"], shape.get("queues", 8))

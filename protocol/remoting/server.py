@@ -95,6 +95,7 @@ class RemotingConnection(asyncio.Protocol):
 
     # ---- requests ----------------------------------------------------------------------------
     async def _serve(self, cmd: RemotingCommand) -> None:
+        start = time.perf_counter()
         try:
             response = await self.server.handler(self, cmd)
         except MQError as e:
@@ -109,6 +110,9 @@ class RemotingConnection(asyncio.Protocol):
             response = cmd.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(e).__name__}: {e}")
         if response is not None and not cmd.is_oneway:
             self.write(response)
+        if self.server.observe is not None:
+            code = response.code if response is not None else 0
+            self.server.observe(cmd.code, code, time.perf_counter() - start)
 
     def write(self, cmd: RemotingCommand) -> bool:
         """Send a frame; False when the connection is already closed."""
@@ -170,6 +174,8 @@ class RemotingServer:
         self.idle_timeout_ms = idle_timeout_ms
         self.connections: set[RemotingConnection] = set()
         self.opaques = itertools.count(1)
+        # (request code, response code, seconds) of each request served: the role's metrics.
+        self.observe: Callable[[int, int, float], None] | None = None
         self._server: asyncio.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self.host = ""
