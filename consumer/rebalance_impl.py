@@ -103,6 +103,9 @@ class RebalanceImpl:
         self.pull_max_idle_ms = pull_max_idle_ms
         self._new_pq = new_process_queue
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        # Queues this consumer took and gave up so far (the client's metrics).
+        self.queues_added = 0
+        self.queues_dropped = 0
         self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
         # topic -> the subscription's expression and version (kept by the consumer).
         self.subscription_inner: dict[str, tuple[str, int]] = {}
@@ -307,6 +310,7 @@ class RebalanceImpl:
             self.process_queue_table.pop(mq, None)
             self.epochs.pop(mq, None)
             changed = True
+            self.queues_dropped += 1
             tracer.record(
                 "queue_dropped",
                 group=self.consumer_group,
@@ -353,6 +357,7 @@ class RebalanceImpl:
                 self.epochs[mq] = epoch
             requests.append(PullRequest(self.consumer_group, mq, pq, next_offset, epoch=epoch))
             changed = True
+            self.queues_added += 1
             tracer.record(
                 "queue_added",
                 group=self.consumer_group,

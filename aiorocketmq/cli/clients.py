@@ -50,6 +50,11 @@ def add_consume_parser(sub: Any) -> None:
     p.add_argument("--rebalance-interval-ms", type=int, default=20_000)
     p.add_argument("--trace", type=Path, help="append the protocol trace (JSONL) to this file")
     p.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve this consumer's Prometheus metrics at http://HOST:PORT/metrics",
+    )
+    p.add_argument(
         "--print", dest="print_messages", action="store_true", help="print each message (JSON)"
     )
 
@@ -127,14 +132,29 @@ async def consume_main(args: argparse.Namespace) -> int:
         consumer.register_message_listener(concurrently)
     stop = _stop_event()
     await consumer.start()
+    metrics = None
+    if args.metrics_listen:
+        from aiorocketmq.consumer.metrics import collect_consumer
+        from aiorocketmq.metrics import ServerMetrics
+
+        metrics = ServerMetrics(
+            node_type="consumer",
+            cluster=args.group,
+            node_id=consumer.client_id,
+            collect=lambda out: collect_consumer(consumer, out),
+        )
+        metrics.start(args.metrics_listen)
     print(
-        f"consumer started: group={args.group} client_id={consumer.client_id}",
+        f"consumer started: group={args.group} client_id={consumer.client_id}"
+        + (f" metrics=http://{metrics.address}/metrics" if metrics is not None else ""),
         file=sys.stderr,
         flush=True,
     )
     try:
         await stop.wait()
     finally:
+        if metrics is not None:
+            metrics.stop()
         await consumer.shutdown()
         tracer.close_file()
     return 0

@@ -106,3 +106,33 @@ async def test_broker_and_name_server_metrics_move_with_the_messages(
     assert total(ns, "rocketmq_topic_number") >= 1
     assert total(ns, "rocketmq_rpc_latency_count", protocol_type="grpc", request_code="105") >= 1
     assert total(ns, "rocketmq_rpc_latency_count", request_code="103") >= 2  # registrations
+
+
+async def test_a_consumers_metrics_opt_in(cluster: LocalCluster) -> None:
+    """The library opens no port: the application registers the collector where it likes."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from aiorocketmq.consumer.metrics import ConsumerCollector
+
+    received = Received()
+    consumer = new_consumer(cluster, "cm", TOPIC, "c1", received)
+    registry = CollectorRegistry()
+    registry.register(ConsumerCollector(consumer))
+    await consumer.start()
+    try:
+        await wait_until(lambda: len(consumer.assigned_queues) == 8, message="8 queues held")
+        async with Producer("pg", cluster.namesrv_addr) as producer:
+            for i in range(10):
+                await producer.send(Message(TOPIC, b"c%02d" % i))
+        await wait_until(lambda: len(received.by_body) == 10, timeout=20, message="10 consumed")
+        samples: Samples = defaultdict(list)
+        for family in text_string_to_metric_families(generate_latest(registry).decode()):
+            for sample in family.samples:
+                samples[sample.name].append((sample.labels, sample.value))
+        mine = {"consumer_group": "cm", "client_id": consumer.client_id}
+        assert total(samples, "aiorocketmq_consumer_queues_held", **mine) == 8
+        assert total(samples, "aiorocketmq_consumer_queue_moves_total", direction="added") >= 8
+        assert total(samples, "aiorocketmq_consumer_messages_consumed_total", **mine) == 10
+        assert total(samples, "aiorocketmq_consumer_rebalances_total") >= 1
+    finally:
+        await consumer.shutdown()

@@ -66,3 +66,24 @@ def _broker_route_codes() -> list[int]:
         pass
 
     return list(BrokerRemoting(_Broker()).routes)  # type: ignore[arg-type]
+
+
+def test_the_grafana_dashboard_queries_only_metrics_we_export() -> None:
+    """docs/grafana-dashboard.json: valid JSON whose queries name metrics the servers expose."""
+    import json
+
+    from aiorocketmq.broker import metrics as broker_metrics
+    from aiorocketmq.consumer import metrics as consumer_metrics
+    from aiorocketmq.nameserver import service as namesrv_service
+
+    sources = "".join(
+        (m.__doc__ or "") + open(m.__file__).read()  # noqa: SIM115
+        for m in (broker_metrics, consumer_metrics, namesrv_service)
+    )
+    dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    assert exprs
+    for expr in exprs:
+        for name in re.findall(r"\b((?:rocketmq|aiorocketmq)_[a-z_]+)", expr):
+            base = re.sub(r"_(total|bucket|count|sum)$", "", name)
+            assert base in sources or name in sources, f"{name} is not exported"
