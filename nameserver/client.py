@@ -27,17 +27,48 @@ from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
 from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call, insecure_channel
 from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
 
-__all__ = ["NameServerClient", "parse_namesrv_addr"]
+__all__ = ["DEFAULT_NAMESRV_PORT", "NameServerClient", "parse_namesrv_addr"]
+
+DEFAULT_NAMESRV_PORT = 9876
 
 log = get_logger("aiorocketmq.nameserver.client")
 
 Resp = TypeVar("Resp")
 
 
+def _one_addr(part: str) -> str:
+    """``host:port``, ``host`` (the name server's port 9876 added) or ``[v6]:port``."""
+    if part.startswith("["):
+        host, sep, rest = part[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        if not sep or (rest and not port):
+            raise ValueError(f"bad name server address {part!r}: use [v6]:port")
+        host = f"[{host}]"
+    elif part.count(":") == 1:
+        host, _, port = part.partition(":")
+    elif ":" in part:
+        raise ValueError(f"bad name server address {part!r}: write an IPv6 host as [v6]:port")
+    else:
+        host, port = part, ""
+    if not host:
+        raise ValueError(f"bad name server address {part!r}: no host")
+    if not port:
+        return f"{host}:{DEFAULT_NAMESRV_PORT}"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"bad name server address {part!r}: port {port!r} is not 1..65535")
+    return f"{host}:{int(port)}"
+
+
 def parse_namesrv_addr(addrs: str | Sequence[str]) -> list[str]:
-    """``"a:1;b:2"`` or ``["a:1", "b:2"]`` -> ``["a:1", "b:2"]`` (blank parts dropped)."""
-    parts = addrs.split(";") if isinstance(addrs, str) else [p for a in addrs for p in a.split(";")]
-    result = [p.strip() for p in parts if p.strip()]
+    """``"a:1;b:2"``, ``"a:1,b:2"`` or ``["a:1", "b:2"]`` -> ``["a:1", "b:2"]``.
+
+    RocketMQ separates name servers with ``;``; ``,`` is accepted too. A bare host gets the
+    name server's port (9876); blank parts are dropped; a malformed one is a ``ValueError``
+    naming it.
+    """
+    text = addrs if isinstance(addrs, str) else ";".join(addrs)
+    parts = [p.strip() for p in text.replace(",", ";").split(";")]
+    result = [_one_addr(p) for p in parts if p]
     if not result:
         raise ValueError(f"no name server address in {addrs!r}")
     return result

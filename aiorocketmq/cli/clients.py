@@ -16,6 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiorocketmq.cli.common import (
+    Progress,
+    check_namesrv,
+    default_namesrv_addr,
+    namesrv_addr_type,
+)
 from aiorocketmq.consumer import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -33,9 +39,27 @@ from aiorocketmq.trace import tracer
 __all__ = ["add_consume_parser", "add_produce_parser", "consume_main", "produce_main"]
 
 
+def _namesrv_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-n",
+        "--namesrv-addr",
+        type=namesrv_addr_type,
+        default=default_namesrv_addr(),
+        help="name servers, host[:port][;host[:port]] (default $NAMESRV_ADDR, else %(default)s)",
+    )
+
+
+def _strategy(name: str) -> str:
+    try:
+        strategy_by_name(name)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name
+
+
 def add_consume_parser(sub: Any) -> None:
     p = sub.add_parser("consume", help="run a push consumer until SIGINT/SIGTERM")
-    p.add_argument("-n", "--namesrv-addr", default="127.0.0.1:9876")
+    _namesrv_argument(p)
     p.add_argument("-g", "--group", required=True)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-s", "--expression", default="*", help="tag expression: * or 'TagA || TagB'")
@@ -44,7 +68,10 @@ def add_consume_parser(sub: Any) -> None:
     p.add_argument("--model", choices=("clustering", "broadcasting"), default="clustering")
     p.add_argument("--orderly", action="store_true", help="orderly consumption (queue locks)")
     p.add_argument(
-        "--strategy", default="AVG", help="allocation strategy name (AVG, CONSISTENT_HASH, ...)"
+        "--strategy",
+        type=_strategy,
+        default="AVG",
+        help="allocation strategy name (AVG, CONSISTENT_HASH, ...)",
     )
     p.add_argument("--handoff", choices=("classic", "fenced"), default="classic")
     p.add_argument("--rebalance-interval-ms", type=int, default=20_000)
@@ -61,7 +88,7 @@ def add_consume_parser(sub: Any) -> None:
 
 def add_produce_parser(sub: Any) -> None:
     p = sub.add_parser("produce", help="send messages to a topic")
-    p.add_argument("-n", "--namesrv-addr", default="127.0.0.1:9876")
+    _namesrv_argument(p)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("--count", type=int, default=0, help="messages to send (0 = until stopped)")
     p.add_argument(
@@ -83,8 +110,10 @@ def _stop_event() -> asyncio.Event:
 
 
 async def consume_main(args: argparse.Namespace) -> int:
+    await check_namesrv(args.namesrv_addr)  # say so now, not by retrying silently
     if args.trace:
         tracer.to_file(args.trace)
+    progress = Progress("consumed")
     consumer = PushConsumer(
         args.group,
         args.namesrv_addr,
@@ -104,6 +133,7 @@ async def consume_main(args: argparse.Namespace) -> int:
     consumer.subscribe(args.topic, args.expression)
 
     def show(msgs: list[MessageExt]) -> None:
+        progress.add(len(msgs))
         if args.print_messages:
             for m in msgs:
                 line = {
@@ -157,13 +187,16 @@ async def consume_main(args: argparse.Namespace) -> int:
             metrics.stop()
         await consumer.shutdown()
         tracer.close_file()
+    progress.done(f"messages from {args.topic}")
     return 0
 
 
 async def produce_main(args: argparse.Namespace) -> int:
+    await check_namesrv(args.namesrv_addr)
     stop = _stop_event()
     sent = 0
     started = time.monotonic()
+    progress = Progress("sent")
     selector = SelectMessageQueueByHash()
     async with Producer("aiorocketmq_producer", args.namesrv_addr) as producer:
         while not stop.is_set() and (args.count == 0 or sent < args.count):
@@ -176,6 +209,7 @@ async def produce_main(args: argparse.Namespace) -> int:
             else:
                 await producer.send(msg)
             sent += 1
+            progress.add()
             if args.rate > 0:
                 delay = started + sent / args.rate - time.monotonic()
                 if delay > 0:
@@ -184,6 +218,5 @@ async def produce_main(args: argparse.Namespace) -> int:
                             await stop.wait()
                     except TimeoutError:
                         pass
-    elapsed = time.monotonic() - started
-    print(f"sent {sent} messages to {args.topic} in {elapsed:.1f}s", file=sys.stderr, flush=True)
+    progress.done(f"messages to {args.topic}")
     return 0

@@ -13,14 +13,16 @@ from aiorocketmq.cli.clients import (
     produce_main,
 )
 from aiorocketmq.cli.cluster import add_cluster_parser, cluster_main
+from aiorocketmq.cli.common import ToolArgumentParser, ToolError, explain, quiet_broken_pipe
 from aiorocketmq.logs import configure_logging
+from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.runtime import run
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="aiorocketmq", description=__doc__)
+    parser = ToolArgumentParser(prog="aiorocketmq", description=__doc__)
     parser.add_argument("--log-level", default="WARNING")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="watch consumers join and leave a group, narrated")
@@ -36,6 +38,21 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("-t", "--topic", help="only this topic")
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
+    quiet_broken_pipe()
+    try:
+        return _command(parser, args)
+    except ToolError as e:
+        print(f"aiorocketmq {args.command}: {e}", file=sys.stderr)
+        return 1
+    except MQError as e:
+        print(f"aiorocketmq {args.command}: {explain(e, getattr(args, 'namesrv_addr', ''))}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "demo":
         from aiorocketmq.cli.demo import run_demo
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,8 +24,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
+from aiorocketmq.cli.common import (
+    ToolArgumentParser,
+    ToolError,
+    check_namesrv,
+    default_namesrv_addr,
+    explain,
+    namesrv_addr_type,
+    quiet_broken_pipe,
+)
 from aiorocketmq.logs import configure_logging
-from aiorocketmq.nameserver.client import NameServerClient, parse_namesrv_addr
+from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.producer.producer import Producer, SendResult
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.errors import InvalidArgument, MQError, SubscriptionGroupNotExist
@@ -928,17 +936,9 @@ async def update_broker_config(args: argparse.Namespace, ctx: AdminContext) -> i
 # -- entry point --------------------------------------------------------------------------------
 
 
-def _namesrv_addr(value: str) -> str:
-    try:
-        parse_namesrv_addr(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every registered subcommand and the shared ``-n`` / ``--json`` flags."""
-    parser = argparse.ArgumentParser(prog="mqadmin", description="aiorocketmq admin tool")
+    parser = ToolArgumentParser(prog="mqadmin", description="aiorocketmq admin tool")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for cmd in SUB_COMMANDS.values():
         sub = commands.add_parser(cmd.name, help=cmd.help, description=cmd.help)
@@ -946,9 +946,10 @@ def build_parser() -> argparse.ArgumentParser:
             "-n",
             "--namesrvAddr",
             dest="namesrv_addr",
-            type=_namesrv_addr,
-            default=os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV_ADDR,
-            help="name server address list, host:port[;host:port] (default %(default)s)",
+            type=namesrv_addr_type,
+            default=default_namesrv_addr(),
+            help="name servers, host[:port][;host[:port]] (default $NAMESRV_ADDR, else "
+            "%(default)s)",
         )
         sub.add_argument("--json", action="store_true", help="print JSON for machines")
         sub.add_argument(
@@ -959,6 +960,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace, out: TextIO) -> int:
+    await check_namesrv(args.namesrv_addr, args.timeout)
     async with NameServerClient(args.namesrv_addr, timeout=args.timeout) as namesrv:
         ctx = AdminContext(
             namesrv=namesrv,
@@ -977,10 +979,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``mqadmin``: run one subcommand; 0 on success, 1 on failure."""
     args = build_parser().parse_args(argv)
     configure_logging("ERROR")
+    quiet_broken_pipe()
     try:
         return run(_run(args, sys.stdout))
-    except (MQError, AdminError) as e:
+    except (AdminError, ToolError) as e:
         print(f"mqadmin {args.command}: {e}", file=sys.stderr)
+        return 1
+    except MQError as e:
+        print(f"mqadmin {args.command}: {explain(e, args.namesrv_addr)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
