@@ -110,7 +110,7 @@ async def test_a_closed_pipe_ends_quietly(running: LocalCluster) -> None:
             await producer.send(Message(TOPIC, b"line %03d" % i))
     mqadmin = BIN / "mqadmin"
     reader = f"{sys.executable} -c 'import sys; sys.stdin.readline()'"
-    code, out, err = await run_tool(
+    code, _, err = await run_tool(
         shell=f"{mqadmin} consumeMessage -n {running.namesrv_addr} -t {TOPIC} -c 200 | {reader}"
     )
     assert code == 0  # the pipeline's status is the reader's

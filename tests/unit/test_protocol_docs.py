@@ -77,7 +77,7 @@ def test_the_grafana_dashboard_queries_only_metrics_we_export() -> None:
     from aiorocketmq.nameserver import service as namesrv_service
 
     sources = "".join(
-        (m.__doc__ or "") + open(m.__file__).read()  # noqa: SIM115
+        (m.__doc__ or "") + open(m.__file__).read()
         for m in (broker_metrics, consumer_metrics, namesrv_service)
     )
     dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())
