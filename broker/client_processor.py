@@ -16,6 +16,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from aiorocketmq.broker.client.channel import Channel
 from aiorocketmq.broker.client.consumer_manager import (
@@ -40,7 +41,9 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import (
     ChannelNotFound,
     InvalidArgument,
+    MQError,
     QueryNotFound,
+    ServiceNotAvailable,
     SubscriptionGroupNotExist,
 )
 from aiorocketmq.protocol.message import Message, MessageConst
@@ -91,6 +94,9 @@ class ClientManageProcessor:
         # Fenced handoff: queues granted and acquisitions denied so far (for the metrics).
         self.grants_given = 0
         self.grants_denied = 0
+        # GET_CONSUMER_RUNNING_INFO questions waiting for their client's report, by request id.
+        self._running_info_waiters: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        self._request_ids = itertools.count(1)
         self._grants_persisted = 0
         self.offsets = ConsumerOffsetManager(store_root)
         self._persist_lock = threading.Lock()
@@ -100,7 +106,9 @@ class ClientManageProcessor:
         self._load_grants()
 
     # ---- channels --------------------------------------------------------------------------
-    def open_channel(self, request: broker_pb2.OpenChannelRequest, peer: str) -> Channel:
+    def open_channel(
+        self, request: broker_pb2.OpenChannelRequest, peer: str, *, protocol: str = "grpc"
+    ) -> Channel:
         if not request.client_id:
             raise InvalidArgument("client_id is required to open a channel")
         channel_id = f"{self.config.broker_name}-{next(self._ids)}-{_now_ms()}"
@@ -111,6 +119,7 @@ class ClientManageProcessor:
             language=request.language or "PYTHON",
             version=request.version,
             opened_at=_now_ms(),
+            protocol=protocol,
         )
         self.channels[channel_id] = channel
         if self.grants.rebind(request.client_id, channel_id):
@@ -521,7 +530,22 @@ class ClientManageProcessor:
             response.subscriptions.append(sub.to_proto())
         return response
 
-    def get_consume_stats(
+    async def get_consume_stats(
+        self, request: broker_pb2.GetConsumeStatsRequest
+    ) -> broker_pb2.ConsumeStats:
+        """GET_CONSUME_STATS: per queue the offsets and the holder (the fenced grant, the
+        orderly lock, else what the group's clients report holding); the group's consume TPS."""
+        response = self._consume_stats(request)
+        holders, tps = await self.running_holders(request.consumer_group)
+        for queue in response.queues:
+            if not queue.holder_client_id:
+                queue.holder_client_id = holders.get(
+                    MessageQueue.from_proto(queue.message_queue), ""
+                )
+        response.consume_tps = tps
+        return response
+
+    def _consume_stats(
         self, request: broker_pb2.GetConsumeStatsRequest
     ) -> broker_pb2.ConsumeStats:
         group = request.consumer_group
@@ -564,6 +588,106 @@ class ClientManageProcessor:
                     holder_client_id=holder,
                 )
         return response
+
+    # ---- consumer running info (GET_CONSUMER_RUNNING_INFO 307) -----------------------------
+    async def get_consumer_running_info(
+        self, request: broker_pb2.GetConsumerRunningInfoRequest
+    ) -> broker_pb2.ConsumerRunningInfo:
+        """Ask one client of the group, through its channel, and wait for its report."""
+        group = request.consumer_group
+        check_group(group)
+        if not request.client_id:
+            raise InvalidArgument("client_id is required")
+        info = self.consumer_manager.get_consumer_group_info(group)
+        channels = [
+            c.channel
+            for c in (info.channel_info_table.values() if info else ())
+            if c.client_id == request.client_id and not c.channel.closed
+        ]
+        if not channels:
+            raise QueryNotFound(
+                f"client {request.client_id} is not a live member of {group} on broker "
+                f"{self.config.broker_name}"
+            )
+        channel = channels[0]
+        if channel.protocol != "grpc":
+            raise InvalidArgument(
+                f"client {request.client_id} speaks RocketMQ's remoting protocol: its running "
+                "info is not asked for here"
+            )
+        request_id = next(self._request_ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._running_info_waiters[request_id] = (channel.channel_id, future)
+        try:
+            event = broker_pb2.ChannelEvent(
+                get_consumer_running_info=broker_pb2.GetConsumerRunningInfo(
+                    request_id=request_id, consumer_group=group
+                )
+            )
+            if not channel.offer(event):
+                raise ServiceNotAvailable(f"the channel of client {request.client_id} is full")
+            timeout = (request.timeout_ms or 3_000) / 1000
+            try:
+                report: broker_pb2.ConsumerRunningInfoReport = await asyncio.wait_for(
+                    future, timeout
+                )
+            except TimeoutError:
+                raise ServiceNotAvailable(
+                    f"client {request.client_id} did not report its running info within "
+                    f"{timeout:g}s"
+                ) from None
+        finally:
+            self._running_info_waiters.pop(request_id, None)
+        if report.error:
+            raise QueryNotFound(report.error)
+        return report.info
+
+    def report_consumer_running_info(
+        self, request: broker_pb2.ConsumerRunningInfoReport
+    ) -> broker_pb2.ReportConsumerRunningInfoResponse:
+        """A client's answer: wakes the question waiting for it (late answers are dropped)."""
+        waiting = self._running_info_waiters.get(request.request_id)
+        if waiting is not None:
+            channel_id, future = waiting
+            if channel_id != request.channel_id:
+                raise InvalidArgument(
+                    f"request {request.request_id} was not asked on channel {request.channel_id!r}"
+                )
+            if not future.done():
+                future.set_result(request)
+        return broker_pb2.ReportConsumerRunningInfoResponse()
+
+    async def running_holders(self, group: str, timeout_ms: int = 2_000) -> tuple[dict[MessageQueue, str], float]:
+        """Who holds which of this broker's queues, as the group's gRPC clients report it, and
+        their summed consume TPS (for GET_CONSUME_STATS); clients that do not answer count
+        for nothing."""
+        info = self.consumer_manager.get_consumer_group_info(group)
+        if info is None:
+            return {}, 0.0
+        client_ids = sorted(
+            {c.client_id for c in info.channel_info_table.values() if c.channel.protocol == "grpc"}
+        )
+
+        async def ask(client_id: str) -> broker_pb2.ConsumerRunningInfo | None:
+            try:
+                return await self.get_consumer_running_info(
+                    broker_pb2.GetConsumerRunningInfoRequest(
+                        consumer_group=group, client_id=client_id, timeout_ms=timeout_ms
+                    )
+                )
+            except MQError:
+                return None
+
+        holders: dict[MessageQueue, str] = {}
+        tps = 0.0
+        for running in await asyncio.gather(*(ask(c) for c in client_ids)):
+            if running is None:
+                continue
+            for pq in running.mq_table:
+                if not pq.dropped and pq.message_queue.broker_name == self.config.broker_name:
+                    holders[MessageQueue.from_proto(pq.message_queue)] = running.client_id
+            tps += sum(s.consume_ok_tps for s in running.status_table)
+        return holders, tps
 
     async def persist_offsets(self) -> None:
         """The periodic flush (in a thread: it writes and fsyncs a file)."""

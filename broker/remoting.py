@@ -127,6 +127,7 @@ class BrokerRemoting:
                 client_id=client_id, language=conn.language or "JAVA", version=conn.version
             ),
             conn.remote_addr,
+            protocol="remoting",
         )
         conn.context = channel
         task = asyncio.get_running_loop().create_task(

@@ -187,13 +187,25 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     async def GetConsumeStats(
         self, request: broker_pb2.GetConsumeStatsRequest, context: Ctx
     ) -> broker_pb2.ConsumeStats:
-        return self.b.client.get_consume_stats(request)
+        return await self.b.client.get_consume_stats(request)
 
     @guard
     async def GetBrokerConfig(
         self, request: broker_pb2.GetBrokerConfigRequest, context: Ctx
     ) -> broker_pb2.GetBrokerConfigResponse:
         return self.b.admin.get_broker_config()
+
+    @guard
+    async def GetConsumerRunningInfo(
+        self, request: broker_pb2.GetConsumerRunningInfoRequest, context: Ctx
+    ) -> broker_pb2.ConsumerRunningInfo:
+        return await self.b.client.get_consumer_running_info(request)
+
+    @guard
+    async def ReportConsumerRunningInfo(
+        self, request: broker_pb2.ConsumerRunningInfoReport, context: Ctx
+    ) -> broker_pb2.ReportConsumerRunningInfoResponse:
+        return self.b.client.report_consumer_running_info(request)
 
     @guard
     async def UpdateBrokerConfig(

@@ -51,6 +51,7 @@ class ConsumerInner(Protocol):
     async def pull_message(self, request: PullRequest) -> None: ...
     def on_queue_released(self, mq: MessageQueue) -> None: ...
     def is_balanced(self) -> bool: ...
+    def running_info(self) -> broker_pb2.ConsumerRunningInfo: ...
 
 
 class MQClientInstance:
@@ -67,6 +68,7 @@ class MQClientInstance:
         )
         self.brokers = BrokerConnections()
         self.consumer_table: dict[str, ConsumerInner] = {}
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self.topic_route_table: dict[str, common_pb2.TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}
         self.channels: dict[str, BrokerChannel] = {}
@@ -341,6 +343,32 @@ class MQClientInstance:
                 consumer.on_queue_released(
                     MessageQueue.from_proto(event.queue_released.message_queue)
                 )
+        elif kind == "get_consumer_running_info":
+            task = asyncio.get_running_loop().create_task(
+                self._report_running_info(addr, event.get_consumer_running_info)
+            )
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
+
+    async def _report_running_info(
+        self, addr: str, question: broker_pb2.GetConsumerRunningInfo
+    ) -> None:
+        """GET_CONSUMER_RUNNING_INFO from a broker: answer on the channel it came by."""
+        channel = self.channels.get(addr)
+        if channel is None or channel.channel_id is None:
+            return
+        report = broker_pb2.ConsumerRunningInfoReport(
+            channel_id=channel.channel_id, request_id=question.request_id
+        )
+        consumer = self.consumer_table.get(question.consumer_group)
+        if consumer is None:
+            report.error = f"client {self.client_id} has no consumer of {question.consumer_group}"
+        else:
+            report.info.CopyFrom(consumer.running_info())
+        try:
+            await call(self.brokers.stub(addr).ReportConsumerRunningInfo, report, self._timeout())
+        except MQError as e:
+            log.info("running info report failed", addr=addr, error=str(e))
 
     async def _on_channel_reopen(self, channel: BrokerChannel) -> None:
         """A reopened channel (or a first open no heartbeat waited for): heartbeat to that broker,

@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.stats import ConsumerStatsManager
 from aiorocketmq.consumer.types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -60,6 +61,8 @@ class ConsumeMessageConcurrentlyService:
         self.on_consumed = on_consumed
         self.consumed_ok = 0
         self.consumed_failed = 0
+        # Rates for the running info (set by the consumer; None: not kept).
+        self.stats: ConsumerStatsManager | None = None
 
     def submit_consume_request(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
@@ -98,6 +101,7 @@ class ConsumeMessageConcurrentlyService:
     ) -> None:
         context = ConsumeConcurrentlyContext(mq)
         now = str(int(time.time() * 1000))
+        started = time.monotonic()
         for m in msgs:
             m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
         try:
@@ -110,6 +114,12 @@ class ConsumeMessageConcurrentlyService:
         if not isinstance(status, ConsumeConcurrentlyStatus):
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         pq.last_consume_timestamp = pq.now_ms()
+        if self.stats is not None:
+            done = time.monotonic()
+            ok = 0
+            if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+                ok = min(context.ack_index, len(msgs) - 1) + 1
+            self.stats.consumed(mq.topic, ok, len(msgs) - ok, (done - started) * 1000, done)
         if pq.dropped and not pq.draining:
             log.info(
                 "processQueue is dropped, the consume result is discarded",

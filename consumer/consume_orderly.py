@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.stats import ConsumerStatsManager
 from aiorocketmq.consumer.types import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
@@ -80,6 +81,8 @@ class ConsumeMessageOrderlyService:
         self._lock_task: asyncio.Task[None] | None = None
         self._reconsume: dict[tuple[MessageQueue, int], int] = defaultdict(int)
         self.consumed_ok = 0
+        # Rates for the running info (set by the consumer; None: not kept).
+        self.stats: ConsumerStatsManager | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -173,6 +176,7 @@ class ConsumeMessageOrderlyService:
     ) -> bool:
         """Run the listener on one batch; True to go on with the next batch now."""
         context = ConsumeOrderlyContext(mq)
+        started = time.monotonic()
         async with pq.consume_lock:
             if pq.dropped:
                 pq.rollback()
@@ -186,6 +190,10 @@ class ConsumeMessageOrderlyService:
                 status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
             if not isinstance(status, ConsumeOrderlyStatus):
                 status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        if self.stats is not None:
+            done = time.monotonic()
+            ok = len(msgs) if status is ConsumeOrderlyStatus.SUCCESS else 0
+            self.stats.consumed(mq.topic, ok, len(msgs) - ok, (done - started) * 1000, done)
         if status is ConsumeOrderlyStatus.SUCCESS:
             return self._commit(mq, pq, msgs)
         over = [

@@ -46,6 +46,7 @@ from aiorocketmq.consumer.pull_api import PullAPIWrapper
 from aiorocketmq.consumer.pull_message_service import PullRequest
 from aiorocketmq.consumer.rebalance_impl import RebalanceImpl, RebalanceMode
 from aiorocketmq.consumer.settings import ConsumerSettings
+from aiorocketmq.consumer.stats import ConsumerStatsManager
 from aiorocketmq.consumer.types import ConsumeFromWhere, MessageModel
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.client_id import local_ip
@@ -87,6 +88,9 @@ class ConsumerCore:
         self.subscription_inner: dict[str, tuple[str, int]] = {}
         self.running = False
         self._side_tasks: set[asyncio.Future[Any]] = set()
+        # Pull and consume rates, for the running info (GET_CONSUMER_RUNNING_INFO).
+        self.stats = ConsumerStatsManager(started=time.monotonic())
+        self.start_timestamp = 0
 
     @property
     def group_name(self) -> str:
@@ -141,6 +145,7 @@ class ConsumerCore:
             client.register_consumer(self)
             await client.start()
             self.running = True
+            self.start_timestamp = int(time.time() * 1000)
             for topic in sorted(self.subscribed_topics()):
                 await client.update_topic_route_info_from_name_server(topic)
         except BaseException:
@@ -346,6 +351,7 @@ class ConsumerCore:
 
     def record_pull(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int) -> None:
         """The trace's ``pull`` record: what one pull brought, and where the next one starts."""
+        self.stats.pulled(mq.topic, len(msgs), time.monotonic())
         tracer.record(
             "pull",
             group=self.consumer_group,
@@ -355,6 +361,49 @@ class ConsumerCore:
             first=msgs[0].queue_offset,
             next=next_offset,
         )
+
+    def running_info(self) -> broker_pb2.ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO: what this consumer holds, its settings and its rates."""
+        s = self.settings
+        info = broker_pb2.ConsumerRunningInfo(
+            client_id=self.client_id,
+            consumer_group=self.consumer_group,
+            start_timestamp=self.start_timestamp,
+            language="PYTHON",
+        )
+        info.properties.update(
+            {
+                "consumeType": common_pb2.ConsumeType.Name(self.consume_type),
+                "messageModel": self.message_model.value,
+                "consumeFromWhere": s.consume_from_where.name,
+                "allocateMessageQueueStrategy": s.allocate_strategy.name,
+                "handoff": s.handoff.value,
+                "namesrvAddr": self.namesrv_addr,
+            }
+        )
+        info.subscriptions.extend(self.consumer_data().subscription_data_set)
+        rebalance = self.rebalance_impl
+        offsets = getattr(self.offset_store, "offset_table", {})
+        now = time.monotonic()
+        topics: set[str] = set(self.subscription_inner)
+        if rebalance is not None:
+            for mq, pq in sorted(rebalance.process_queue_table.items()):
+                held = offsets.get(mq)
+                info.mq_table.add(
+                    message_queue=mq.to_proto(),
+                    commit_offset=int(held.value) if held is not None else -1,
+                    cached_msg_count=pq.msg_count,
+                    cached_msg_size_bytes=pq.msg_size,
+                    locked=pq.locked,
+                    dropped=pq.dropped,
+                    last_pull_timestamp=pq.last_pull_timestamp,
+                    last_consume_timestamp=pq.last_consume_timestamp,
+                    epoch=rebalance.epochs.get(mq, 0),
+                )
+                topics.add(mq.topic)
+        for topic in sorted(topics):
+            info.status_table.append(self.stats.status(topic, now))
+        return info
 
     async def persist_and_forget(self, mqs: list[MessageQueue]) -> None:
         """A dropped queue's offset, persisted (one commit per broker), then forgotten."""

@@ -253,6 +253,7 @@ class PushConsumerImpl(ConsumerCore):
                 lock_max_live_ms=s.lock_max_live_ms,
                 on_consumed=self._on_consumed,
             )
+            self.consume_orderly_service.stats = self.stats
             self.consume_orderly_service.start()
         else:
             self.consume_service = ConsumeMessageConcurrentlyService(
@@ -265,6 +266,7 @@ class PushConsumerImpl(ConsumerCore):
                 consume_thread_max=s.consume_thread_max,
                 on_consumed=self._on_consumed,
             )
+            self.consume_service.stats = self.stats
 
     async def shutdown(self, await_terminate_s: float = 0.0) -> None:
         if not self.running:

@@ -75,6 +75,7 @@ class RequestCode(IntEnum):
     GET_CONSUMER_CONNECTION_LIST = 203
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
     GET_CONSUME_STATS = 208
+    GET_CONSUMER_RUNNING_INFO = 307
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     LITE_PULL_MESSAGE = 361
@@ -91,6 +92,7 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.OpenChannel": None,
     "ChannelEvent.notify_consumer_ids_changed": RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
     "ChannelEvent.queue_released": None,
+    "ChannelEvent.get_consumer_running_info": RequestCode.GET_CONSUMER_RUNNING_INFO,
     "Broker.Heartbeat": RequestCode.HEART_BEAT,
     "Broker.UnregisterClient": RequestCode.UNREGISTER_CLIENT,
     "Broker.GetConsumerListByGroup": RequestCode.GET_CONSUMER_LIST_BY_GROUP,
@@ -114,4 +116,6 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.GetConsumeStats": RequestCode.GET_CONSUME_STATS,
     "Broker.GetBrokerConfig": RequestCode.GET_BROKER_CONFIG,
     "Broker.UpdateBrokerConfig": RequestCode.UPDATE_BROKER_CONFIG,
+    "Broker.GetConsumerRunningInfo": RequestCode.GET_CONSUMER_RUNNING_INFO,
+    "Broker.ReportConsumerRunningInfo": RequestCode.GET_CONSUMER_RUNNING_INFO,
 }

@@ -51,6 +51,7 @@ class Channel:
         "language",
         "opened_at",
         "outbox",
+        "protocol",
         "remote_addr",
         "version",
     )
@@ -65,12 +66,15 @@ class Channel:
         version: int = 0,
         opened_at: int = 0,
         outbox_size: int = DEFAULT_OUTBOX_SIZE,
+        protocol: str = "grpc",
     ) -> None:
         self.channel_id = channel_id
         self.client_id = client_id
         self.remote_addr = remote_addr
         self.language = language
         self.version = version
+        # "grpc" (an OpenChannel stream) or "remoting" (a TCP connection of RocketMQ's protocol).
+        self.protocol = protocol
         # ms since the epoch, from the caller's clock.
         self.opened_at = opened_at
         self.outbox: asyncio.Queue[broker_pb2.ChannelEvent] = asyncio.Queue(maxsize=outbox_size)

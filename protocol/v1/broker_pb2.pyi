@@ -65,14 +65,24 @@ class QueueReleased(_message.Message):
     def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ...) -> None: ...
 
 class ChannelEvent(_message.Message):
-    __slots__ = ("opened", "notify_consumer_ids_changed", "queue_released")
+    __slots__ = ("opened", "notify_consumer_ids_changed", "queue_released", "get_consumer_running_info")
     OPENED_FIELD_NUMBER: _ClassVar[int]
     NOTIFY_CONSUMER_IDS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     QUEUE_RELEASED_FIELD_NUMBER: _ClassVar[int]
+    GET_CONSUMER_RUNNING_INFO_FIELD_NUMBER: _ClassVar[int]
     opened: ChannelOpened
     notify_consumer_ids_changed: NotifyConsumerIdsChanged
     queue_released: QueueReleased
-    def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ...) -> None: ...
+    get_consumer_running_info: GetConsumerRunningInfo
+    def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ..., get_consumer_running_info: _Optional[_Union[GetConsumerRunningInfo, _Mapping]] = ...) -> None: ...
+
+class GetConsumerRunningInfo(_message.Message):
+    __slots__ = ("request_id", "consumer_group")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    consumer_group: str
+    def __init__(self, request_id: _Optional[int] = ..., consumer_group: _Optional[str] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("channel_id", "heartbeat")
@@ -588,3 +598,94 @@ class UpdateBrokerConfigResponse(_message.Message):
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
     properties: _containers.ScalarMap[str, str]
     def __init__(self, properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class GetConsumerRunningInfoRequest(_message.Message):
+    __slots__ = ("consumer_group", "client_id", "timeout_ms")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    client_id: str
+    timeout_ms: int
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class ProcessQueueInfo(_message.Message):
+    __slots__ = ("message_queue", "commit_offset", "cached_msg_count", "cached_msg_size_bytes", "locked", "dropped", "last_pull_timestamp", "last_consume_timestamp", "epoch")
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CACHED_MSG_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CACHED_MSG_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOCKED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    LAST_PULL_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    LAST_CONSUME_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    message_queue: _common_pb2.MessageQueue
+    commit_offset: int
+    cached_msg_count: int
+    cached_msg_size_bytes: int
+    locked: bool
+    dropped: bool
+    last_pull_timestamp: int
+    last_consume_timestamp: int
+    epoch: int
+    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., commit_offset: _Optional[int] = ..., cached_msg_count: _Optional[int] = ..., cached_msg_size_bytes: _Optional[int] = ..., locked: _Optional[bool] = ..., dropped: _Optional[bool] = ..., last_pull_timestamp: _Optional[int] = ..., last_consume_timestamp: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class ConsumeStatus(_message.Message):
+    __slots__ = ("topic", "pull_tps", "consume_ok_tps", "consume_failed_tps", "consume_failed_msgs", "consume_rt_ms")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PULL_TPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_OK_TPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_FAILED_TPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_FAILED_MSGS_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_RT_MS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    pull_tps: float
+    consume_ok_tps: float
+    consume_failed_tps: float
+    consume_failed_msgs: int
+    consume_rt_ms: float
+    def __init__(self, topic: _Optional[str] = ..., pull_tps: _Optional[float] = ..., consume_ok_tps: _Optional[float] = ..., consume_failed_tps: _Optional[float] = ..., consume_failed_msgs: _Optional[int] = ..., consume_rt_ms: _Optional[float] = ...) -> None: ...
+
+class ConsumerRunningInfo(_message.Message):
+    __slots__ = ("client_id", "consumer_group", "properties", "subscriptions", "mq_table", "status_table", "start_timestamp", "language")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
+    MQ_TABLE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_TABLE_FIELD_NUMBER: _ClassVar[int]
+    START_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    consumer_group: str
+    properties: _containers.ScalarMap[str, str]
+    subscriptions: _containers.RepeatedCompositeFieldContainer[_common_pb2.SubscriptionData]
+    mq_table: _containers.RepeatedCompositeFieldContainer[ProcessQueueInfo]
+    status_table: _containers.RepeatedCompositeFieldContainer[ConsumeStatus]
+    start_timestamp: int
+    language: str
+    def __init__(self, client_id: _Optional[str] = ..., consumer_group: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ..., subscriptions: _Optional[_Iterable[_Union[_common_pb2.SubscriptionData, _Mapping]]] = ..., mq_table: _Optional[_Iterable[_Union[ProcessQueueInfo, _Mapping]]] = ..., status_table: _Optional[_Iterable[_Union[ConsumeStatus, _Mapping]]] = ..., start_timestamp: _Optional[int] = ..., language: _Optional[str] = ...) -> None: ...
+
+class ConsumerRunningInfoReport(_message.Message):
+    __slots__ = ("channel_id", "request_id", "info", "error")
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    channel_id: str
+    request_id: int
+    info: ConsumerRunningInfo
+    error: str
+    def __init__(self, channel_id: _Optional[str] = ..., request_id: _Optional[int] = ..., info: _Optional[_Union[ConsumerRunningInfo, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ReportConsumerRunningInfoResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

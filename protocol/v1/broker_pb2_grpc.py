@@ -154,6 +154,16 @@ class BrokerStub:
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigRequest.SerializeToString,
                 response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigResponse.FromString,
                 _registered_method=True)
+        self.GetConsumerRunningInfo = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/GetConsumerRunningInfo',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetConsumerRunningInfoRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfo.FromString,
+                _registered_method=True)
+        self.ReportConsumerRunningInfo = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/ReportConsumerRunningInfo',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfoReport.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReportConsumerRunningInfoResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -335,6 +345,22 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetConsumerRunningInfo(self, request, context):
+        """GET_CONSUMER_RUNNING_INFO (307): ask one client of a group, through its channel, what it
+        holds and how fast it consumes (the broker pushes the question as a ChannelEvent and waits
+        for the client's ReportConsumerRunningInfo).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReportConsumerRunningInfo(self, request, context):
+        """The client's answer to a GetConsumerRunningInfo channel event (307's response).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -457,6 +483,16 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.UpdateBrokerConfig,
                     request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigRequest.FromString,
                     response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigResponse.SerializeToString,
+            ),
+            'GetConsumerRunningInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsumerRunningInfo,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetConsumerRunningInfoRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfo.SerializeToString,
+            ),
+            'ReportConsumerRunningInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportConsumerRunningInfo,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfoReport.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReportConsumerRunningInfoResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1107,6 +1143,60 @@ class Broker:
             '/aiorocketmq.v1.Broker/UpdateBrokerConfig',
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigRequest.SerializeToString,
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateBrokerConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConsumerRunningInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/GetConsumerRunningInfo',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetConsumerRunningInfoRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportConsumerRunningInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/ReportConsumerRunningInfo',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfoReport.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReportConsumerRunningInfoResponse.FromString,
             options,
             channel_credentials,
             insecure,
