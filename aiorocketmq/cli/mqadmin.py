@@ -1,15 +1,17 @@
 """``mqadmin``: RocketMQ's admin tool, for this implementation (same subcommands and flags).
 
 Each subcommand is one async function registered with ``@sub_command``; it declares its own
-flags and gets an ``AdminContext`` (the name server client, the output stream, ``--json``).
+flags and gets an ``AdminContext`` (an ``aiorocketmq.admin.AdminClient``, which does the work,
+the output stream, ``--json``): a subcommand parses and prints, nothing more.
 Every subcommand takes ``-n host:port[;host:port]`` (default ``$NAMESRV_ADDR``, else
 ``127.0.0.1:9876``) and ``--json`` (one JSON document on stdout, RocketMQ's field names);
 without ``--json`` it prints tables. A failure prints one line on stderr and exits 1.
 
 Subcommands: ``clusterList``, ``topicList``, ``topicRoute`` (name server), ``updateTopic``,
 ``topicStatus``, ``sendMessage``, ``consumeMessage`` (topics and messages, on the brokers), and
-``consumerConnection``, ``consumerProgress`` (consumer groups, on the brokers). Broker
-addresses come from the name server: a topic's route, or the masters of the cluster info.
+``consumerConnection``, ``consumerProgress``, ``consumerStatus`` (consumer groups, on the
+brokers), ``getBrokerConfig``, ``updateBrokerConfig``. Broker addresses come from the name
+server: a topic's route, or the masters of the cluster info.
 """
 
 from __future__ import annotations
@@ -20,10 +22,16 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
+from aiorocketmq.admin import (
+    TOOLS_CONSUMER_GROUP,
+    TOOLS_PRODUCER_GROUP,
+    AdminClient,
+    AdminError,
+)
 from aiorocketmq.cli.common import (
     ToolArgumentParser,
     ToolError,
@@ -34,17 +42,12 @@ from aiorocketmq.cli.common import (
     quiet_broken_pipe,
 )
 from aiorocketmq.logs import configure_logging
-from aiorocketmq.nameserver.client import NameServerClient
-from aiorocketmq.producer.producer import Producer, SendResult
-from aiorocketmq.protocol.broker_connections import BrokerConnections
-from aiorocketmq.protocol.errors import InvalidArgument, MQError, SubscriptionGroupNotExist
-from aiorocketmq.protocol.message import Message
+from aiorocketmq.producer.producer import SendResult
+from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.perm import PermName
-from aiorocketmq.protocol.route import MASTER_ID, master_addr, route_to_subscribe_queues
-from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
-from aiorocketmq.protocol.validators import check_group, check_topic
+from aiorocketmq.protocol.validators import check_topic
 from aiorocketmq.runtime import run
 
 __all__ = [
@@ -58,7 +61,6 @@ __all__ = [
     "cluster_info_to_json",
     "consumer_connection_to_json",
     "main",
-    "master_brokers",
     "message_to_json",
     "route_to_json",
     "send_result_to_json",
@@ -67,36 +69,19 @@ __all__ = [
 ]
 
 DEFAULT_NAMESRV_ADDR = "127.0.0.1:9876"
-# MixAll.TOOLS_CONSUMER_GROUP: the group mqadmin pulls as (it never commits an offset).
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-# The producer group of ``sendMessage``.
-TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
-# Messages asked for per PullMessage of ``consumeMessage`` (the client's pullBatchSize).
-PULL_BATCH_SIZE = 32
-
-
-class AdminError(Exception):
-    """A failure that is not an RPC's: bad flag combination, unknown cluster, no such queue."""
 
 
 @dataclass
 class AdminContext:
-    """What a subcommand works with: the name servers, the brokers, where to print, the mode."""
+    """What a subcommand works with: the admin client, where to print, the mode."""
 
-    namesrv: NameServerClient
+    admin: AdminClient
     out: TextIO
     as_json: bool
-    brokers: BrokerConnections = field(default_factory=BrokerConnections)
-    timeout: float = DEFAULT_RPC_TIMEOUT
-    namesrv_addr: str = DEFAULT_NAMESRV_ADDR
 
-    async def broker_call(self, addr: str, method: str, request: Any) -> Any:
-        """Call ``method`` of the broker at ``addr`` with the deadline; errors name the broker."""
-        try:
-            return await call(getattr(self.brokers.stub(addr), method), request, self.timeout)
-        except MQError as e:
-            e.message = f"broker {addr}: {e.message}"
-            raise
+    @property
+    def timeout(self) -> float:
+        return self.admin.timeout
 
     def emit_json(self, document: Any) -> None:
         """Print one JSON document (``--json`` mode)."""
@@ -211,7 +196,7 @@ def _format_timestamp(ms: int, now_ms: int) -> str:
 @sub_command("clusterList", "List the clusters, their brokers and when each last registered.")
 async def cluster_list(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_BROKER_CLUSTER_INFO, one row per broker address."""
-    info = await ctx.namesrv.get_broker_cluster_info()
+    info = await ctx.admin.cluster_info()
     if ctx.as_json:
         ctx.emit_json(cluster_info_to_json(info))
         return 0
@@ -234,7 +219,7 @@ async def cluster_list(args: argparse.Namespace, ctx: AdminContext) -> int:
 @sub_command("topicList", "List every topic a live broker serves.")
 async def topic_list(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_ALL_TOPIC_LIST_FROM_NAMESERVER."""
-    topics = await ctx.namesrv.get_all_topic_list()
+    topics = await ctx.admin.topic_list()
     if ctx.as_json:
         ctx.emit_json({"topicList": topics})
     else:
@@ -252,7 +237,7 @@ def _topic_argument(parser: argparse.ArgumentParser) -> None:
 )
 async def topic_route(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_ROUTEINFO_BY_TOPIC."""
-    route = await ctx.namesrv.get_route_info_by_topic(args.topic)
+    route = await ctx.admin.topic_route(args.topic)
     if ctx.as_json:
         ctx.emit_json(route_to_json(route))
         return 0
@@ -322,32 +307,6 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def master_brokers(ctx: AdminContext, cluster: str | None = None) -> list[tuple[str, str]]:
-    """``(broker name, master address)`` of every master, or of ``cluster``'s, by name."""
-    info = await ctx.namesrv.get_broker_cluster_info()
-    if cluster is None:
-        names: Sequence[str] = list(info.broker_addr_table)
-    elif cluster in info.cluster_addr_table:
-        names = list(info.cluster_addr_table[cluster].broker_names)
-    else:
-        known = ", ".join(sorted(info.cluster_addr_table)) or "none"
-        raise AdminError(f"cluster {cluster} not found on the name server (known: {known})")
-    masters = []
-    for name in sorted(names):
-        if name in info.broker_addr_table:
-            addrs = info.broker_addr_table[name].broker_addrs
-            if MASTER_ID in addrs:
-                masters.append((name, addrs[MASTER_ID]))
-    return masters
-
-
-def _route_master(route: common_pb2.TopicRouteData, broker_name: str, topic: str) -> str:
-    addr = master_addr(route, broker_name)
-    if addr is None:
-        raise AdminError(f"broker {broker_name} of topic {topic} has no master address")
-    return addr
-
-
 # -- topics and messages ------------------------------------------------------------------------
 
 
@@ -386,33 +345,20 @@ def _update_topic_arguments(parser: argparse.ArgumentParser) -> None:
 )
 async def update_topic(args: argparse.Namespace, ctx: AdminContext) -> int:
     """UPDATE_AND_CREATE_TOPIC on each target broker; the brokers then re-register the route."""
-    check_topic(args.topic)
-    for flag, value in (("-r", args.read_queue_nums), ("-w", args.write_queue_nums)):
-        if value <= 0:
-            raise InvalidArgument(f"{flag} (queue numbers) must be positive, got {value}")
-    if not PermName.is_valid(args.perm):
-        raise InvalidArgument(f"-p (perm) must be in 0..7, got {args.perm}")
-    topic_config = common_pb2.TopicConfig(
-        topic_name=args.topic,
-        read_queue_nums=args.read_queue_nums,
-        write_queue_nums=args.write_queue_nums,
+    topic_config, addrs = await ctx.admin.update_topic(
+        args.topic,
+        args.read_queue_nums,
+        args.write_queue_nums,
         perm=args.perm,
+        broker_addr=args.broker_addr,
+        cluster=args.cluster_name,
     )
-    if args.broker_addr:
-        addrs = [args.broker_addr]
-    else:
-        addrs = [addr for _, addr in await master_brokers(ctx, args.cluster_name)]
-        if not addrs:
-            raise AdminError(f"cluster {args.cluster_name} has no master broker")
-    request = broker_pb2.UpdateAndCreateTopicRequest(topic_config=topic_config)
-    for addr in addrs:
-        await ctx.broker_call(addr, "UpdateAndCreateTopic", request)
-        if not ctx.as_json:
-            ctx.out.write(f"create topic to {addr} success.\n")
     if ctx.as_json:
         ctx.emit_json({"topicConfig": topic_config_to_json(topic_config), "brokerAddrs": addrs})
-    else:
-        ctx.out.write(_topic_config_text(topic_config) + "\n")
+        return 0
+    for addr in addrs:
+        ctx.out.write(f"create topic to {addr} success.\n")
+    ctx.out.write(_topic_config_text(topic_config) + "\n")
     return 0
 
 
@@ -421,15 +367,7 @@ async def update_topic(args: argparse.Namespace, ctx: AdminContext) -> int:
 )
 async def topic_status(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_TOPIC_STATS_INFO on the master of every broker of the topic's route."""
-    route = await ctx.namesrv.get_route_info_by_topic(args.topic)
-    offsets: list[broker_pb2.TopicOffset] = []
-    for broker_name in sorted({bd.broker_name for bd in route.broker_datas}):
-        addr = _route_master(route, broker_name, args.topic)
-        stats: broker_pb2.GetTopicStatsInfoResponse = await ctx.broker_call(
-            addr, "GetTopicStatsInfo", broker_pb2.GetTopicStatsInfoRequest(topic=args.topic)
-        )
-        offsets.extend(stats.offsets)
-    offsets.sort(key=lambda o: MessageQueue.from_proto(o.message_queue))
+    offsets = await ctx.admin.topic_status(args.topic)
     if ctx.as_json:
         ctx.emit_json(
             {
@@ -489,19 +427,14 @@ def send_result_to_json(result: SendResult) -> dict[str, Any]:
 )
 async def send_message(args: argparse.Namespace, ctx: AdminContext) -> int:
     """SEND_MESSAGE through a producer (route lookup, queue selection, retries)."""
-    if (args.broker_name is None) != (args.queue_id is None):
-        raise AdminError("-b (broker name) and -i (queue id) go together")
-    message = Message(args.topic, args.body.encode("utf-8"), tags=args.tags, keys=args.keys)
-    producer = Producer(TOOLS_PRODUCER_GROUP, ctx.namesrv_addr, send_msg_timeout=ctx.timeout)
-    await producer.start()
-    try:
-        if args.broker_name is None:
-            result = await producer.send(message)
-        else:
-            mq = MessageQueue(args.topic, args.broker_name, args.queue_id)
-            result = await producer.send(message, mq)
-    finally:
-        await producer.shutdown()
+    result = await ctx.admin.send_message(
+        args.topic,
+        args.body.encode("utf-8"),
+        tags=args.tags,
+        keys=args.keys,
+        broker_name=args.broker_name,
+        queue_id=args.queue_id,
+    )
     if ctx.as_json:
         ctx.emit_json(send_result_to_json(result))
         return 0
@@ -571,57 +504,6 @@ def message_to_json(m: common_pb2.MessageExt) -> dict[str, Any]:
     }
 
 
-async def _pull_queue(
-    ctx: AdminContext, args: argparse.Namespace, addr: str, mq: MessageQueue, limit: int
-) -> tuple[list[common_pb2.MessageExt], dict[str, Any]]:
-    """Pull ``mq`` from its start offset until it is exhausted or ``limit`` messages came."""
-    if args.offset is not None:
-        offset = args.offset
-    else:
-        found: broker_pb2.QueueOffsetResponse = await ctx.broker_call(
-            addr,
-            "GetMinOffset",
-            broker_pb2.QueueOffsetRequest(topic=mq.topic, queue_id=mq.queue_id),
-        )
-        offset = found.offset
-    summary: dict[str, Any] = {**_queue_to_json(mq), "startOffset": offset}
-    messages: list[common_pb2.MessageExt] = []
-    status = "NO_NEW_MSG"
-    while len(messages) < limit:
-        response: broker_pb2.PullMessageResponse = await ctx.broker_call(
-            addr,
-            "PullMessage",
-            broker_pb2.PullMessageRequest(
-                consumer_group=args.group,
-                topic=mq.topic,
-                queue_id=mq.queue_id,
-                queue_offset=offset,
-                max_msg_nums=min(PULL_BATCH_SIZE, limit - len(messages)),
-                suspend=False,
-                has_subscription=True,
-                sub_expression=args.expression,
-                expression_type="TAG",
-            ),
-        )
-        status = broker_pb2.PullStatus.Name(response.status)
-        summary.update(minOffset=response.min_offset, maxOffset=response.max_offset)
-        if response.status == broker_pb2.FOUND:
-            taken = response.messages[: limit - len(messages)]
-            messages.extend(taken)
-            if len(taken) < len(response.messages):
-                offset = taken[-1].queue_offset + 1
-                break
-        elif response.status != broker_pb2.NO_MATCHED_MSG:
-            break  # NO_NEW_MSG: read to the end; OFFSET_ILLEGAL: nothing at this offset
-        if response.next_begin_offset <= offset:
-            break
-        offset = response.next_begin_offset
-        if offset >= response.max_offset:
-            break
-    summary.update(nextOffset=offset, status=status)
-    return messages, summary
-
-
 @sub_command(
     "consumeMessage",
     "Pull and print messages of a topic, or of one broker or queue, without committing.",
@@ -629,38 +511,26 @@ async def _pull_queue(
 )
 async def consume_message(args: argparse.Namespace, ctx: AdminContext) -> int:
     """PULL_MESSAGE (no suspend, the expression in the request) from each queue in turn."""
-    check_topic(args.topic)
-    check_group(args.group)
-    if args.count <= 0:
-        raise InvalidArgument(f"-c (message number) must be positive, got {args.count}")
-    if args.offset is not None and args.offset < 0:
-        raise InvalidArgument(f"-o (offset) must be >= 0, got {args.offset}")
-    route = await ctx.namesrv.get_route_info_by_topic(args.topic)
-    queues = sorted(
-        mq
-        for mq in route_to_subscribe_queues(args.topic, route)
-        if (args.broker_name is None or mq.broker_name == args.broker_name)
-        and (args.queue_id is None or mq.queue_id == args.queue_id)
+    messages, pulls = await ctx.admin.consume_messages(
+        args.topic,
+        count=args.count,
+        broker_name=args.broker_name,
+        queue_id=args.queue_id,
+        offset=args.offset,
+        expression=args.expression,
+        group=args.group,
     )
-    if not queues:
-        where = " ".join(
-            part
-            for part in (
-                f"on broker {args.broker_name}" if args.broker_name is not None else "",
-                f"with queue id {args.queue_id}" if args.queue_id is not None else "",
-            )
-            if part
-        )
-        raise AdminError(f"topic {args.topic} has no readable queue {where}".rstrip())
-    messages: list[common_pb2.MessageExt] = []
-    summaries: list[dict[str, Any]] = []
-    for mq in queues:
-        if len(messages) >= args.count:
-            break
-        addr = _route_master(route, mq.broker_name, args.topic)
-        got, summary = await _pull_queue(ctx, args, addr, mq, args.count - len(messages))
-        messages.extend(got)
-        summaries.append(summary)
+    summaries = [
+        {
+            **_queue_to_json(p.queue),
+            "startOffset": p.start_offset,
+            "minOffset": p.min_offset,
+            "maxOffset": p.max_offset,
+            "nextOffset": p.next_offset,
+            "status": p.status,
+        }
+        for p in pulls
+    ]
     if ctx.as_json:
         ctx.emit_json(
             {
@@ -744,21 +614,7 @@ def consumer_connection_to_json(conn: broker_pb2.ConsumerConnection) -> dict[str
 )
 async def consumer_connection(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_CONSUMER_CONNECTION_LIST, asking the masters in name order."""
-    check_group(args.group)
-    request = broker_pb2.GetConsumerConnectionListRequest(consumer_group=args.group)
-    conn: broker_pb2.ConsumerConnection | None = None
-    answered_by = ""
-    for broker_name, addr in await master_brokers(ctx):
-        try:
-            conn = await ctx.broker_call(addr, "GetConsumerConnectionList", request)
-        except SubscriptionGroupNotExist:
-            continue
-        answered_by = broker_name
-        break
-    if conn is None:
-        raise SubscriptionGroupNotExist(
-            f"the consumer group[{args.group}] is not online on any broker"
-        )
+    answered_by, _, conn = await ctx.admin.consumer_connection(args.group)
     document = consumer_connection_to_json(conn)
     if ctx.as_json:
         ctx.emit_json({"consumerGroup": args.group, "brokerName": answered_by, **document})
@@ -831,38 +687,18 @@ def _consumer_status_arguments(parser: argparse.ArgumentParser) -> None:
 )
 async def consumer_status(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_CONSUMER_CONNECTION_LIST, then GET_CONSUMER_RUNNING_INFO for each client."""
-    check_group(args.group)
-    request = broker_pb2.GetConsumerConnectionListRequest(consumer_group=args.group)
-    found: tuple[str, broker_pb2.ConsumerConnection] | None = None
-    for _, addr in await master_brokers(ctx):
-        try:
-            found = addr, await ctx.broker_call(addr, "GetConsumerConnectionList", request)
-        except SubscriptionGroupNotExist:
-            continue
-        break
-    if found is None:
-        raise SubscriptionGroupNotExist(
-            f"the consumer group[{args.group}] is not online on any broker"
-        )
-    addr, conn = found
-    clients = [c for c in conn.connections if not args.client_id or c.client_id == args.client_id]
-    if not clients:
-        raise AdminError(f"client {args.client_id} is not a member of {args.group}")
     infos: list[dict[str, Any]] = []
-    for client in clients:
-        try:
-            info = await ctx.broker_call(
-                addr,
-                "GetConsumerRunningInfo",
-                broker_pb2.GetConsumerRunningInfoRequest(
-                    consumer_group=args.group, client_id=client.client_id
-                ),
+    for status in await ctx.admin.consumer_status(args.group, args.client_id):
+        if status.info is None:
+            infos.append(
+                {
+                    "clientId": status.connection.client_id,
+                    "language": status.connection.language,
+                    "error": status.error,
+                }
             )
-        except MQError as e:
-            infos.append({"clientId": client.client_id, "language": client.language,
-                          "error": e.message})
-            continue
-        infos.append(running_info_to_json(info))
+        else:
+            infos.append(running_info_to_json(status.info))
     if ctx.as_json:
         ctx.emit_json({"consumerGroup": args.group, "clients": infos})
         return 0
@@ -905,27 +741,9 @@ def _consumer_progress_arguments(parser: argparse.ArgumentParser) -> None:
 )
 async def consumer_progress(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_CONSUME_STATS from every master; brokers that do not know the group are skipped."""
-    check_group(args.group)
     if args.topic is not None:
         check_topic(args.topic)
-    request = broker_pb2.GetConsumeStatsRequest(consumer_group=args.group, topic=args.topic or "")
-    queues: list[broker_pb2.QueueConsumeStats] = []
-    consume_tps = 0.0
-    known = False
-    for _, addr in await master_brokers(ctx):
-        try:
-            stats: broker_pb2.ConsumeStats = await ctx.broker_call(addr, "GetConsumeStats", request)
-        except SubscriptionGroupNotExist:
-            continue
-        known = True
-        queues.extend(stats.queues)
-        # every broker reports the group's whole rate (its clients' reports): not a sum
-        consume_tps = max(consume_tps, stats.consume_tps)
-    if not known:
-        raise SubscriptionGroupNotExist(
-            f"the consumer group[{args.group}] has no subscription or offset on any broker"
-        )
-    queues.sort(key=lambda q: MessageQueue.from_proto(q.message_queue))
+    queues, consume_tps = await ctx.admin.consume_stats(args.group, args.topic)
 
     def diff(q: broker_pb2.QueueConsumeStats) -> int:
         # RocketMQ counts a queue with no committed offset from 0.
@@ -993,15 +811,6 @@ def _broker_target_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def _target_brokers(args: argparse.Namespace, ctx: AdminContext) -> list[str]:
-    if args.broker_addr:
-        return [str(args.broker_addr)]
-    addrs = [addr for _, addr in await master_brokers(ctx, args.cluster_name)]
-    if not addrs:
-        raise AdminError(f"cluster {args.cluster_name} has no master broker")
-    return addrs
-
-
 @sub_command(
     "getBrokerConfig",
     "Print a broker's settings (RocketMQ's names), or every master's of a cluster (-c).",
@@ -1010,9 +819,8 @@ async def _target_brokers(args: argparse.Namespace, ctx: AdminContext) -> list[s
 async def get_broker_config(args: argparse.Namespace, ctx: AdminContext) -> int:
     """GET_BROKER_CONFIG on each target broker."""
     found: dict[str, dict[str, str]] = {}
-    for addr in await _target_brokers(args, ctx):
-        response = await ctx.broker_call(addr, "GetBrokerConfig", broker_pb2.GetBrokerConfigRequest())
-        found[addr] = dict(sorted(response.properties.items()))
+    for addr in await ctx.admin.target_brokers(args.broker_addr, args.cluster_name):
+        found[addr] = await ctx.admin.broker_config(addr)
     if ctx.as_json:
         ctx.emit_json(found)
         return 0
@@ -1036,11 +844,9 @@ def _update_broker_config_arguments(parser: argparse.ArgumentParser) -> None:
 )
 async def update_broker_config(args: argparse.Namespace, ctx: AdminContext) -> int:
     """UPDATE_BROKER_CONFIG on each target broker (only settings that apply while running)."""
-    request = broker_pb2.UpdateBrokerConfigRequest(properties={args.key: args.value})
     changed: dict[str, dict[str, str]] = {}
-    for addr in await _target_brokers(args, ctx):
-        response = await ctx.broker_call(addr, "UpdateBrokerConfig", request)
-        changed[addr] = dict(response.properties)
+    for addr in await ctx.admin.target_brokers(args.broker_addr, args.cluster_name):
+        changed[addr] = await ctx.admin.update_broker_config(addr, {args.key: args.value})
         if not ctx.as_json:
             ctx.out.write(f"update broker config success, {addr}\n")
     if ctx.as_json:
@@ -1076,18 +882,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _run(args: argparse.Namespace, out: TextIO) -> int:
     await check_namesrv(args.namesrv_addr, args.timeout)
-    async with NameServerClient(args.namesrv_addr, timeout=args.timeout) as namesrv:
-        ctx = AdminContext(
-            namesrv=namesrv,
-            out=out,
-            as_json=args.json,
-            timeout=args.timeout,
-            namesrv_addr=args.namesrv_addr,
-        )
-        try:
-            return await SUB_COMMANDS[args.command].execute(args, ctx)
-        finally:
-            await ctx.brokers.close()
+    async with AdminClient(args.namesrv_addr, timeout=args.timeout) as admin:
+        ctx = AdminContext(admin=admin, out=out, as_json=args.json)
+        return await SUB_COMMANDS[args.command].execute(args, ctx)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,7 +42,9 @@ async def test_holders_tps_and_consumer_status(cluster: LocalCluster) -> None:
         progress = json.loads(out)
         held = {c.client_id: {(q.broker_name, q.queue_id) for q in c.assigned_queues}
                 for c in consumers}
-        for row in progress["offsetTable"]:
+        rows = [r for r in progress["offsetTable"] if r["topic"] == TOPIC]
+        assert len(rows) == 8
+        for row in rows:
             holder = row["clientId"]
             assert holder in held, row  # every queue of a classic group has its holder
             assert (row["brokerName"], row["queueId"]) in held[holder]
