@@ -47,6 +47,14 @@ def _namesrv_argument(p: argparse.ArgumentParser) -> None:
         default=default_namesrv_addr(),
         help="name servers, host[:port][;host[:port]] (default $NAMESRV_ADDR, else %(default)s)",
     )
+    p.add_argument(
+        "--namesrv-wait",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long to wait at start for a name server to answer (one restarting, a "
+        "cluster still coming up) before giving up (default %(default)s)",
+    )
 
 
 def _strategy(name: str) -> str:
@@ -110,7 +118,8 @@ def _stop_event() -> asyncio.Event:
 
 
 async def consume_main(args: argparse.Namespace) -> int:
-    await check_namesrv(args.namesrv_addr)  # say so now, not by retrying silently
+    # say so now, not by retrying silently forever
+    await check_namesrv(args.namesrv_addr, wait=args.namesrv_wait)
     if args.trace:
         tracer.to_file(args.trace)
     progress = Progress("consumed")
@@ -192,7 +201,7 @@ async def consume_main(args: argparse.Namespace) -> int:
 
 
 async def produce_main(args: argparse.Namespace) -> int:
-    await check_namesrv(args.namesrv_addr)
+    await check_namesrv(args.namesrv_addr, wait=args.namesrv_wait)
     stop = _stop_event()
     sent = 0
     started = time.monotonic()

@@ -13,6 +13,7 @@ progress on a terminal.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import signal
@@ -73,8 +74,9 @@ def explain(error: BaseException, namesrv_addr: str = "") -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-async def check_namesrv(addr: str, timeout: float = 3.0) -> None:
-    """``ToolError`` unless some name server of ``addr`` answers (and is one).
+async def check_namesrv(addr: str, timeout: float = 3.0, *, wait: float = 0.0) -> None:
+    """``ToolError`` unless some name server of ``addr`` answers (and is one), trying again
+    for up to ``wait`` seconds while none is reachable (a name server restarting).
 
     The client's own warning about each unreachable address is held back: the tool says it
     once, in its one line.
@@ -82,10 +84,22 @@ async def check_namesrv(addr: str, timeout: float = 3.0) -> None:
     client_log = logging.getLogger("aiorocketmq.nameserver.client")
     level = client_log.level
     client_log.setLevel(logging.ERROR)
+    deadline = time.monotonic() + wait
     try:
-        await _probe_namesrv(addr, timeout)
+        while True:
+            try:
+                await _probe_namesrv(addr, timeout)
+                return
+            except _Unreachable as e:
+                if time.monotonic() >= deadline:
+                    raise ToolError(str(e)) from None
+                await asyncio.sleep(0.2)
     finally:
         client_log.setLevel(level)
+
+
+class _Unreachable(Exception):
+    """No name server of the address answered (may change if one is restarting)."""
 
 
 async def _probe_namesrv(addr: str, timeout: float) -> None:
@@ -93,7 +107,7 @@ async def _probe_namesrv(addr: str, timeout: float) -> None:
         try:
             await ns.get_broker_cluster_info()
         except ServiceNotAvailable:
-            raise ToolError(
+            raise _Unreachable(
                 f"cannot reach a name server at {addr}; start one (mqnamesrv, or "
                 "aiorocketmq cluster up) or give its address with -n or NAMESRV_ADDR"
             ) from None

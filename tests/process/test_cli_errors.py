@@ -13,16 +13,23 @@ import pytest
 
 from aiorocketmq.cli.common import Progress
 from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.nameserver.config import NamesrvConfig
 from aiorocketmq.producer import Message, Producer
 from tests.helpers import BIN, free_port
 
 TOPIC = "CliTopic"
 
 
-def tool(*argv: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def tool(
+    *argv: str, env: dict[str, str] | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+        [str(BIN / argv[0]), *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -36,10 +43,16 @@ def one_line_error(result: subprocess.CompletedProcess[str], code: int = 1) -> s
 
 def test_a_dead_name_server_is_one_line_for_produce_and_consume() -> None:
     dead = f"127.0.0.1:{free_port()}"
-    line = one_line_error(tool("aiorocketmq", "produce", "-n", dead, "-t", TOPIC, "--count", "1"))
+    line = one_line_error(
+        tool(
+            "aiorocketmq", "produce", "--namesrv-wait", "0", "-n", dead, "-t", TOPIC, "--count", "1"
+        )
+    )
     assert f"cannot reach a name server at {dead}" in line and "NAMESRV_ADDR" in line
     # the consumer says so at start instead of retrying silently
-    line = one_line_error(tool("aiorocketmq", "consume", "-n", dead, "-g", "g", "-t", TOPIC))
+    line = one_line_error(
+        tool("aiorocketmq", "consume", "--namesrv-wait", "0", "-n", dead, "-g", "g", "-t", TOPIC)
+    )
     assert f"cannot reach a name server at {dead}" in line
     line = one_line_error(tool("mqadmin", "clusterList", "-n", dead))
     assert line.startswith("mqadmin clusterList: cannot reach a name server")
@@ -49,12 +62,16 @@ def test_namesrv_addr_forms_and_the_environment() -> None:
     port1, port2 = free_port(), free_port()
     # NAMESRV_ADDR is the default of every tool
     env = {"NAMESRV_ADDR": f"127.0.0.1:{port1}"}
-    for argv in (("aiorocketmq", "produce", "-t", TOPIC, "--count", "1"),
-                 ("aiorocketmq", "consume", "-g", "g", "-t", TOPIC),
-                 ("mqadmin", "topicList")):
+    for argv in (
+        ("aiorocketmq", "produce", "--namesrv-wait", "0", "-t", TOPIC, "--count", "1"),
+        ("aiorocketmq", "consume", "--namesrv-wait", "0", "-g", "g", "-t", TOPIC),
+        ("mqadmin", "topicList"),
+    ):
         assert f"127.0.0.1:{port1}" in one_line_error(tool(*argv, env=env)), argv
     # a bare host gets the name server's port, not gRPC's 443
-    line = one_line_error(tool("aiorocketmq", "produce", "-n", "localhost", "-t", TOPIC))
+    line = one_line_error(
+        tool("aiorocketmq", "produce", "--namesrv-wait", "0", "-n", "localhost", "-t", TOPIC)
+    )
     assert "localhost:9876" in line
     # a comma list is RocketMQ's semicolon list
     line = one_line_error(
@@ -68,7 +85,19 @@ def test_namesrv_addr_forms_and_the_environment() -> None:
 
 def test_usage_errors_are_one_line() -> None:
     line = one_line_error(
-        tool("aiorocketmq", "consume", "-g", "g", "-t", TOPIC, "--strategy", "NOPE"), code=2
+        tool(
+            "aiorocketmq",
+            "consume",
+            "--namesrv-wait",
+            "0",
+            "-g",
+            "g",
+            "-t",
+            TOPIC,
+            "--strategy",
+            "NOPE",
+        ),
+        code=2,
     )
     assert "NOPE" in line and "AVG" in line
     line = one_line_error(tool("mqadmin", "noSuchCommand"), code=2)
@@ -100,7 +129,9 @@ async def test_a_broker_given_as_the_name_server(running: LocalCluster) -> None:
     code, _, err = await run_tool("mqadmin", "clusterList", "-n", broker)
     assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "not a name server (a broker?)" in err
-    code, _, err = await run_tool("aiorocketmq", "produce", "-n", broker, "-t", TOPIC)
+    code, _, err = await run_tool(
+        "aiorocketmq", "produce", "--namesrv-wait", "0", "-n", broker, "-t", TOPIC
+    )
     assert code == 1 and "not a name server" in err and len(err.strip().splitlines()) == 1
 
 
@@ -134,3 +165,33 @@ def test_progress_is_shown_on_a_terminal_only() -> None:
     quiet.add(5)
     quiet.done("messages to T")
     assert pipe.getvalue().count("\n") == 1 and "\r" not in pipe.getvalue()
+
+
+async def test_a_producer_started_before_its_name_server_waits_for_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        str(BIN / "aiorocketmq"),
+        "produce",
+        "--namesrv-wait",
+        "30",
+        "-n",
+        f"127.0.0.1:{port}",
+        "-t",
+        TOPIC,
+        "--count",
+        "3",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        await asyncio.sleep(1.0)  # the tool is waiting, not failing
+        assert proc.returncode is None
+        config = NamesrvConfig(listen=f"127.0.0.1:{port}")
+        async with LocalCluster(tmp_path / "c", brokers=1, namesrv_config=config) as cluster:
+            await cluster.create_topic(TOPIC, 4)
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
+            assert proc.returncode == 0, err.decode()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
