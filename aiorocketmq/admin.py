@@ -25,6 +25,7 @@ from aiorocketmq.protocol.errors import InvalidArgument, MQError, SubscriptionGr
 from aiorocketmq.protocol.message import Message
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.perm import PermName
+from aiorocketmq.protocol.record import decode_message_id
 from aiorocketmq.protocol.route import MASTER_ID, master_addr, route_to_subscribe_queues
 from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2, nameserver_pb2
@@ -194,7 +195,90 @@ class AdminClient:
         offsets.sort(key=lambda o: MessageQueue.from_proto(o.message_queue))
         return offsets
 
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> list[str]:
+        """DELETE_TOPIC_IN_BROKER on every master (of ``cluster``), then
+        DELETE_TOPIC_IN_NAMESRV on every name server; the brokers that had it."""
+        check_topic(topic)
+        had = []
+        for _, addr in await self.master_brokers(cluster):
+            response: broker_pb2.DeleteTopicResponse = await self.broker_call(
+                addr, "DeleteTopic", broker_pb2.DeleteTopicRequest(topic=topic)
+            )
+            if response.existed:
+                had.append(addr)
+        await self.namesrv.delete_topic(topic)
+        return had
+
     # ---- messages --------------------------------------------------------------------------
+    async def view_message(self, msg_id: str) -> common_pb2.MessageExt:
+        """VIEW_MESSAGE_BY_ID: the message an offset message id names (store host + offset)."""
+        try:
+            host, port, offset = decode_message_id(msg_id.strip())
+        except ValueError as e:
+            raise AdminError(f"{msg_id!r} is not an offset message id: {e}") from None
+        addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        message: common_pb2.MessageExt = await self.broker_call(
+            addr, "ViewMessage", broker_pb2.ViewMessageRequest(commit_log_offset=offset)
+        )
+        return message
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: the queue's first offset stored at or after the time."""
+        route = await self.topic_route(mq.topic)
+        addr = self._route_master(route, mq.broker_name, mq.topic)
+        found: broker_pb2.QueueOffsetResponse = await self.broker_call(
+            addr,
+            "SearchOffsetByTimestamp",
+            broker_pb2.SearchOffsetRequest(
+                topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms
+            ),
+        )
+        return found.offset
+
+    async def messages_between(
+        self, topic: str, begin_ms: int, end_ms: int | None = None, *, count: int = 1024
+    ) -> list[common_pb2.MessageExt]:
+        """Every queue's messages stored in ``[begin_ms, end_ms)`` (printMsg), up to ``count``."""
+        if end_ms is not None and end_ms <= begin_ms:
+            raise AdminError("the end time must be after the begin time")
+        route = await self.topic_route(topic)
+        found: list[common_pb2.MessageExt] = []
+        for mq in sorted(route_to_subscribe_queues(topic, route)):
+            start = await self.search_offset(mq, begin_ms)
+            got, _ = await self.consume_messages(
+                topic, count=count, broker_name=mq.broker_name, queue_id=mq.queue_id, offset=start
+            )
+            found.extend(m for m in got if end_ms is None or m.store_timestamp < end_ms)
+        return found[:count]
+
+    async def broker_status(self, addr: str) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO: the broker's runtime figures by RocketMQ's names."""
+        info: broker_pb2.BrokerRuntimeInfo = await self.broker_call(
+            addr, "GetBrokerRuntimeInfo", broker_pb2.GetBrokerRuntimeInfoRequest()
+        )
+        return dict(sorted(info.table.items()))
+
+    async def producer_connection(self, group: str, topic: str) -> list[broker_pb2.Connection]:
+        """GET_PRODUCER_CONNECTION_LIST from the masters of ``topic``: the group's clients."""
+        check_group(group)
+        route = await self.topic_route(topic)
+        seen: dict[str, broker_pb2.Connection] = {}
+        for broker_name in sorted({bd.broker_name for bd in route.broker_datas}):
+            addr = self._route_master(route, broker_name, topic)
+            try:
+                conn: broker_pb2.ProducerConnection = await self.broker_call(
+                    addr,
+                    "GetProducerConnectionList",
+                    broker_pb2.GetProducerConnectionListRequest(producer_group=group),
+                )
+            except MQError:
+                continue
+            for c in conn.connections:
+                seen.setdefault(c.client_id, c)
+        if not seen:
+            raise AdminError(f"the producer group[{group}] is not online on the brokers of {topic}")
+        return [seen[k] for k in sorted(seen)]
+
     async def send_message(
         self,
         topic: str,

@@ -1,5 +1,6 @@
-"""Administration: UPDATE_AND_CREATE_TOPIC, GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO,
-GET_BROKER_CONFIG and UPDATE_BROKER_CONFIG."""
+"""Administration: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG,
+GET_TOPIC_STATS_INFO, VIEW_MESSAGE_BY_ID, GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG and
+GET_BROKER_RUNTIME_INFO."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from collections.abc import Callable
 from aiorocketmq.broker.config import BrokerConfig, config_properties, update_properties
 from aiorocketmq.broker.store import MessageStore
 from aiorocketmq.broker.topic_config_manager import TopicConfig, TopicConfigManager
-from aiorocketmq.protocol.errors import InvalidArgument, TopicNotFound
+from aiorocketmq.protocol.errors import InvalidArgument, QueryNotFound, TopicNotFound
 from aiorocketmq.protocol.message_queue import MessageQueue
-from aiorocketmq.protocol.v1 import broker_pb2
-from aiorocketmq.protocol.validators import check_topic
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.validators import SYSTEM_TOPICS, check_topic
 
 __all__ = ["AdminProcessor"]
 
@@ -57,6 +58,32 @@ class AdminProcessor:
         config = TopicConfig.from_proto(request.topic_config)
         self.topics.update_topic_config(config)
         return broker_pb2.UpdateAndCreateTopicResponse()
+
+    async def delete_topic(
+        self, request: broker_pb2.DeleteTopicRequest
+    ) -> broker_pb2.DeleteTopicResponse:
+        """DELETE_TOPIC_IN_BROKER: the config (the name servers learn it at the re-registration
+        this triggers) and the consume queues; the commit-log records age out as usual."""
+        check_topic(request.topic)
+        if request.topic in SYSTEM_TOPICS:
+            raise InvalidArgument(f"topic[{request.topic}] is a system topic; it is not deleted")
+        existed = self.topics.delete_topic_config(request.topic)
+        await self.store.delete_topic_queues(request.topic)
+        return broker_pb2.DeleteTopicResponse(existed=existed)
+
+    def view_message(self, request: broker_pb2.ViewMessageRequest) -> common_pb2.MessageExt:
+        """VIEW_MESSAGE_BY_ID: the message stored at a commit-log offset."""
+        if request.commit_log_offset < 0:
+            raise InvalidArgument(
+                f"commit_log_offset must be >= 0, got {request.commit_log_offset}"
+            )
+        message = self.store.look_message_by_offset(request.commit_log_offset)
+        if message is None:
+            raise QueryNotFound(
+                f"no message at commit log offset {request.commit_log_offset} on broker "
+                f"{self.config.broker_name} (never stored there, or aged out)"
+            )
+        return message.to_proto()
 
     def get_all_topic_config(self) -> broker_pb2.GetAllTopicConfigResponse:
         return broker_pb2.GetAllTopicConfigResponse(

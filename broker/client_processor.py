@@ -504,6 +504,28 @@ class ClientManageProcessor:
         )
 
     # ---- administration --------------------------------------------------------------------
+    def get_producer_connection_list(
+        self, request: broker_pb2.GetProducerConnectionListRequest
+    ) -> broker_pb2.ProducerConnection:
+        """GET_PRODUCER_CONNECTION_LIST: the producer group's clients (those that heartbeat)."""
+        check_group(request.producer_group)
+        channels = self.producer_manager.get_group_channels(request.producer_group)
+        if not channels:
+            raise QueryNotFound(
+                f"the producer group[{request.producer_group}] is not online on broker "
+                f"{self.config.broker_name}"
+            )
+        response = broker_pb2.ProducerConnection()
+        for cci in channels:
+            response.connections.add(
+                client_id=cci.client_id,
+                client_addr=cci.channel.remote_addr,
+                language=cci.language,
+                version=cci.version,
+                last_update_timestamp=cci.last_update_timestamp,
+            )
+        return response
+
     def get_consumer_connection_list(
         self, request: broker_pb2.GetConsumerConnectionListRequest
     ) -> broker_pb2.ConsumerConnection:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.rpc import guard
-from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc
+from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 
 if TYPE_CHECKING:
     from aiorocketmq.broker.broker_controller import BrokerController
@@ -206,6 +206,30 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         self, request: broker_pb2.ConsumerRunningInfoReport, context: Ctx
     ) -> broker_pb2.ReportConsumerRunningInfoResponse:
         return self.b.client.report_consumer_running_info(request)
+
+    @guard
+    async def DeleteTopic(
+        self, request: broker_pb2.DeleteTopicRequest, context: Ctx
+    ) -> broker_pb2.DeleteTopicResponse:
+        return await self.b.admin.delete_topic(request)
+
+    @guard
+    async def ViewMessage(
+        self, request: broker_pb2.ViewMessageRequest, context: Ctx
+    ) -> common_pb2.MessageExt:
+        return self.b.admin.view_message(request)
+
+    @guard
+    async def GetBrokerRuntimeInfo(
+        self, request: broker_pb2.GetBrokerRuntimeInfoRequest, context: Ctx
+    ) -> broker_pb2.BrokerRuntimeInfo:
+        return self.b.runtime_info()
+
+    @guard
+    async def GetProducerConnectionList(
+        self, request: broker_pb2.GetProducerConnectionListRequest, context: Ctx
+    ) -> broker_pb2.ProducerConnection:
+        return self.b.client.get_producer_connection_list(request)
 
     @guard
     async def UpdateBrokerConfig(

@@ -181,6 +181,13 @@ class NameServerClient:
         )
         return list(response.topic_list)
 
+    async def delete_topic(self, topic: str, *, timeout: float | None = None) -> None:
+        """DELETE_TOPIC_IN_NAMESRV on every name server."""
+        await self._invoke_all(
+            lambda s: s.DeleteTopic, nameserver_pb2.DeleteTopicInNamesrvRequest(topic=topic),
+            timeout,
+        )
+
     # -- broker side --------------------------------------------------------------------------
 
     async def register_broker(

@@ -347,6 +347,11 @@ class RouteInfoManager:
             )
         return info
 
+    def delete_topic(self, topic: str) -> bool:
+        """DELETE_TOPIC_IN_NAMESRV: forget the topic's queue datas; whether it was known."""
+        check_topic(topic)
+        return self.topic_queue_table.pop(topic, None) is not None
+
     def remoting_addresses(self) -> dict[str, str]:
         """Each live broker's gRPC address -> its remoting address (those that have one)."""
         return {

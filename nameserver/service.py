@@ -122,6 +122,15 @@ class NameServerService(nameserver_pb2_grpc.NameServerServicer):  # type: ignore
         return self.route_info_manager.get_all_cluster_info()
 
     @guard
+    async def DeleteTopic(
+        self, request: nameserver_pb2.DeleteTopicInNamesrvRequest, context: grpc.aio.ServicerContext
+    ) -> nameserver_pb2.DeleteTopicInNamesrvResponse:
+        """DELETE_TOPIC_IN_NAMESRV (216): the topic leaves the routes."""
+        existed = self.route_info_manager.delete_topic(request.topic)
+        log.info("delete topic", topic=request.topic, existed=existed)
+        return nameserver_pb2.DeleteTopicInNamesrvResponse(existed=existed)
+
+    @guard
     async def GetAllTopicList(
         self, request: nameserver_pb2.GetAllTopicListRequest, context: grpc.aio.ServicerContext
     ) -> nameserver_pb2.TopicList:

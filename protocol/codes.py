@@ -55,6 +55,7 @@ class RequestCode(IntEnum):
     GET_ALL_TOPIC_CONFIG = 21
     UPDATE_BROKER_CONFIG = 25
     GET_BROKER_CONFIG = 26
+    GET_BROKER_RUNTIME_INFO = 28
     SEARCH_OFFSET_BY_TIMESTAMP = 29
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
@@ -73,8 +74,11 @@ class RequestCode(IntEnum):
     GET_BROKER_CLUSTER_INFO = 106
     GET_TOPIC_STATS_INFO = 202
     GET_CONSUMER_CONNECTION_LIST = 203
+    GET_PRODUCER_CONNECTION_LIST = 204
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
     GET_CONSUME_STATS = 208
+    DELETE_TOPIC_IN_BROKER = 215
+    DELETE_TOPIC_IN_NAMESRV = 216
     GET_CONSUMER_RUNNING_INFO = 307
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
@@ -89,6 +93,7 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "NameServer.GetRouteInfoByTopic": RequestCode.GET_ROUTEINFO_BY_TOPIC,
     "NameServer.GetBrokerClusterInfo": RequestCode.GET_BROKER_CLUSTER_INFO,
     "NameServer.GetAllTopicList": RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+    "NameServer.DeleteTopic": RequestCode.DELETE_TOPIC_IN_NAMESRV,
     "Broker.OpenChannel": None,
     "ChannelEvent.notify_consumer_ids_changed": RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
     "ChannelEvent.queue_released": None,
@@ -118,4 +123,8 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.UpdateBrokerConfig": RequestCode.UPDATE_BROKER_CONFIG,
     "Broker.GetConsumerRunningInfo": RequestCode.GET_CONSUMER_RUNNING_INFO,
     "Broker.ReportConsumerRunningInfo": RequestCode.GET_CONSUMER_RUNNING_INFO,
+    "Broker.DeleteTopic": RequestCode.DELETE_TOPIC_IN_BROKER,
+    "Broker.ViewMessage": RequestCode.VIEW_MESSAGE_BY_ID,
+    "Broker.GetBrokerRuntimeInfo": RequestCode.GET_BROKER_RUNTIME_INFO,
+    "Broker.GetProducerConnectionList": RequestCode.GET_PRODUCER_CONNECTION_LIST,
 }

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+from datetime import datetime
 from typing import NoReturn, TextIO
 
 from aiorocketmq.nameserver.client import DEFAULT_NAMESRV_PORT, NameServerClient, parse_namesrv_addr
@@ -33,6 +34,7 @@ __all__ = [
     "explain",
     "namesrv_addr_type",
     "quiet_broken_pipe",
+    "timestamp_ms_type",
 ]
 
 DEFAULT_NAMESRV_ADDR = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
@@ -113,6 +115,23 @@ async def _probe_namesrv(addr: str, timeout: float) -> None:
             ) from None
         except MQError as e:
             raise ToolError(explain(e, addr)) from None
+
+
+def timestamp_ms_type(text: str) -> int:
+    """An argparse type for a point in time, as RocketMQ's tools take it: milliseconds since
+    the epoch, ``yyyy-MM-dd#HH:mm:ss:SSS`` (local time), or ``now``."""
+    text = text.strip()
+    if text == "now":
+        return time.time_ns() // 1_000_000
+    if text.isdigit():
+        return int(text)
+    try:
+        when = datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"time {text!r} is not milliseconds since the epoch, yyyy-MM-dd#HH:mm:ss:SSS or now"
+        ) from None
+    return int(when.timestamp() * 1000)
 
 
 def quiet_broken_pipe() -> None:

@@ -8,10 +8,12 @@ Every subcommand takes ``-n host:port[;host:port]`` (default ``$NAMESRV_ADDR``, 
 without ``--json`` it prints tables. A failure prints one line on stderr and exits 1.
 
 Subcommands: ``clusterList``, ``topicList``, ``topicRoute`` (name server), ``updateTopic``,
-``topicStatus``, ``sendMessage``, ``consumeMessage`` (topics and messages, on the brokers), and
-``consumerConnection``, ``consumerProgress``, ``consumerStatus`` (consumer groups, on the
-brokers), ``getBrokerConfig``, ``updateBrokerConfig``. Broker addresses come from the name
-server: a topic's route, or the masters of the cluster info.
+``deleteTopic``, ``topicStatus``, ``sendMessage``, ``consumeMessage``, ``queryMsgById``,
+``queryMsgByOffset``, ``printMsg`` (topics and messages, on the brokers),
+``consumerConnection``, ``producerConnection``, ``consumerProgress``, ``consumerStatus``
+(groups, on the brokers), ``getBrokerConfig``, ``updateBrokerConfig``, ``brokerStatus``.
+Broker addresses come from the name server: a topic's route, or the masters of the cluster
+info.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from aiorocketmq.cli.common import (
     explain,
     namesrv_addr_type,
     quiet_broken_pipe,
+    timestamp_ms_type,
 )
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.producer.producer import SendResult
@@ -362,6 +365,32 @@ async def update_topic(args: argparse.Namespace, ctx: AdminContext) -> int:
     return 0
 
 
+def _delete_topic_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument(
+        "-c", "--clusterName", dest="cluster_name", help="only this cluster's masters (default all)"
+    )
+
+
+@sub_command(
+    "deleteTopic",
+    "Delete a topic from the masters (of a cluster) and from every name server.",
+    _delete_topic_arguments,
+)
+async def delete_topic(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """DELETE_TOPIC_IN_BROKER on each master, then DELETE_TOPIC_IN_NAMESRV."""
+    had = await ctx.admin.delete_topic(args.topic, cluster=args.cluster_name)
+    if ctx.as_json:
+        ctx.emit_json({"topic": args.topic, "deletedFrom": had})
+        return 0
+    if not had:
+        ctx.out.write(f"no broker had topic {args.topic}; the name servers forgot it\n")
+    for addr in had:
+        ctx.out.write(f"delete topic [{args.topic}] from {addr} success.\n")
+    ctx.out.write(f"delete topic [{args.topic}] from the name servers success.\n")
+    return 0
+
+
 @sub_command(
     "topicStatus", "Show each queue's min and max offset and last update time.", _topic_argument
 )
@@ -562,6 +591,151 @@ async def consume_message(args: argparse.Namespace, ctx: AdminContext) -> int:
     return 0
 
 
+def _print_message(ctx: AdminContext, m: common_pb2.MessageExt) -> None:
+    """One message in RocketMQ's queryMsgById layout: a field per line, then the body."""
+    body, encoding = _body_to_text(m.body)
+    fields = [
+        ("OffsetID", m.msg_id),
+        ("Topic", m.topic),
+        ("Tags", f"[{m.tags}]"),
+        ("Keys", f"[{m.keys}]"),
+        ("Queue ID", m.queue_id),
+        ("Queue Offset", m.queue_offset),
+        ("CommitLog Offset", m.commit_log_offset),
+        ("Reconsume Times", m.reconsume_times),
+        ("Born Timestamp", _format_time(m.born_timestamp)),
+        ("Store Timestamp", _format_time(m.store_timestamp)),
+        ("Born Host", m.born_host),
+        ("Store Host", m.store_host),
+        ("Properties", dict(sorted(m.properties.items()))),
+        ("Message Body", body if encoding == "utf-8" else f"base64:{body}"),
+    ]
+    for name, value in fields:
+        ctx.out.write(f"{name + ':':<20s}{value}\n")
+
+
+def _format_time(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _query_msg_by_id_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-i", "--msgId", dest="msg_ids", required=True, help="offset message ids, comma separated"
+    )
+
+
+@sub_command(
+    "queryMsgById",
+    "Print messages by their offset message id (the broker and commit-log offset it encodes).",
+    _query_msg_by_id_arguments,
+)
+async def query_msg_by_id(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """VIEW_MESSAGE_BY_ID on the broker each id names."""
+    ids = [i.strip() for i in args.msg_ids.split(",") if i.strip()]
+    if not ids:
+        raise AdminError("no message id given")
+    found = [await ctx.admin.view_message(i) for i in ids]
+    if ctx.as_json:
+        ctx.emit_json({"messages": [message_to_json(m) for m in found]})
+        return 0
+    for i, m in enumerate(found):
+        if i:
+            ctx.out.write("\n")
+        _print_message(ctx, m)
+    return 0
+
+
+def _query_msg_by_offset_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument("-b", "--brokerName", dest="broker_name", required=True)
+    parser.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True)
+    parser.add_argument("-o", "--offset", type=int, required=True, help="queue offset")
+
+
+@sub_command(
+    "queryMsgByOffset",
+    "Print the message at a queue offset of one broker's queue.",
+    _query_msg_by_offset_arguments,
+)
+async def query_msg_by_offset(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """PULL_MESSAGE of one message at the offset (no commit)."""
+    messages, pulls = await ctx.admin.consume_messages(
+        args.topic,
+        count=1,
+        broker_name=args.broker_name,
+        queue_id=args.queue_id,
+        offset=args.offset,
+    )
+    if not messages or messages[0].queue_offset != args.offset:
+        where = pulls[0] if pulls else None
+        bounds = f" (the queue holds [{where.min_offset}, {where.max_offset}))" if where else ""
+        raise AdminError(
+            f"no message at offset {args.offset} of {args.topic} "
+            f"{args.broker_name}:{args.queue_id}{bounds}"
+        )
+    if ctx.as_json:
+        ctx.emit_json(message_to_json(messages[0]))
+        return 0
+    _print_message(ctx, messages[0])
+    return 0
+
+
+def _print_msg_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument(
+        "-b",
+        "--beginTimestamp",
+        dest="begin",
+        type=timestamp_ms_type,
+        default=0,
+        help="from this time: ms since the epoch, yyyy-MM-dd#HH:mm:ss:SSS or now (default 0)",
+    )
+    parser.add_argument(
+        "-e",
+        "--endTimestamp",
+        dest="end",
+        type=timestamp_ms_type,
+        help="before this time, same forms (default: no end)",
+    )
+    parser.add_argument(
+        "-c",
+        "--messageNumber",
+        dest="count",
+        type=int,
+        default=1024,
+        help="messages to print at most (default %(default)s)",
+    )
+
+
+@sub_command(
+    "printMsg",
+    "Print a topic's messages stored between two times, every queue.",
+    _print_msg_arguments,
+)
+async def print_msg(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """SEARCH_OFFSET_BY_TIMESTAMP per queue, then PULL_MESSAGE up to the end time."""
+    messages = await ctx.admin.messages_between(args.topic, args.begin, args.end, count=args.count)
+    if ctx.as_json:
+        ctx.emit_json(
+            {
+                "topic": args.topic,
+                "beginTimestamp": args.begin,
+                "endTimestamp": args.end,
+                "messages": [message_to_json(m) for m in messages],
+            }
+        )
+        return 0
+    for m in messages:
+        body, encoding = _body_to_text(m.body)
+        shown = body if encoding == "utf-8" else f"base64:{body}"
+        ctx.out.write(
+            f"MSGID: {m.msg_id} {m.broker_name}:{m.queue_id}@{m.queue_offset} "
+            f"{_format_time(m.store_timestamp)} BODY: {shown}\n"
+        )
+    ctx.out.write(f"\n{len(messages)} message(s)\n")
+    return 0
+
+
 # -- consumer groups ----------------------------------------------------------------------------
 
 
@@ -631,6 +805,43 @@ async def consumer_connection(args: argparse.Namespace, ctx: AdminContext) -> in
         f"\nConsumeType: {document['consumeType']}\n"
         f"MessageModel: {document['messageModel']}\n"
         f"ConsumeFromWhere: {document['consumeFromWhere']}\n"
+    )
+    return 0
+
+
+def _producer_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-g", "--producerGroup", dest="group", required=True)
+    parser.add_argument("-t", "--topic", required=True, help="a topic the group sends to")
+
+
+@sub_command(
+    "producerConnection",
+    "Show a producer group's clients (those that heartbeat) on the brokers of a topic.",
+    _producer_connection_arguments,
+)
+async def producer_connection(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """GET_PRODUCER_CONNECTION_LIST on the masters of the topic."""
+    connections = await ctx.admin.producer_connection(args.group, args.topic)
+    if ctx.as_json:
+        ctx.emit_json(
+            {
+                "producerGroup": args.group,
+                "connectionSet": [
+                    {
+                        "clientId": c.client_id,
+                        "clientAddr": c.client_addr,
+                        "language": c.language,
+                        "version": c.version,
+                        "lastUpdateTimestamp": c.last_update_timestamp,
+                    }
+                    for c in connections
+                ],
+            }
+        )
+        return 0
+    ctx.emit_table(
+        ["ClientId", "ClientAddr", "Language", "Version"],
+        [(c.client_id, c.client_addr, c.language, c.version) for c in connections],
     )
     return 0
 
@@ -828,6 +1039,27 @@ async def get_broker_config(args: argparse.Namespace, ctx: AdminContext) -> int:
         ctx.out.write(f"============{addr}============\n")
         for key, value in props.items():
             ctx.out.write(f"{key:<50s}=  {value}\n")
+    return 0
+
+
+@sub_command(
+    "brokerStatus",
+    "Print a broker's runtime figures (-b), or every master's of a cluster (-c).",
+    _broker_target_arguments,
+)
+async def broker_status(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """GET_BROKER_RUNTIME_INFO on each target broker."""
+    found = {
+        addr: await ctx.admin.broker_status(addr)
+        for addr in await ctx.admin.target_brokers(args.broker_addr, args.cluster_name)
+    }
+    if ctx.as_json:
+        ctx.emit_json(found)
+        return 0
+    for addr, table in found.items():
+        for key, value in table.items():
+            prefix = f"{addr:<24s}" if len(found) > 1 else ""
+            ctx.out.write(f"{prefix}{key:<40s}: {value}\n")
     return 0
 
 

@@ -689,3 +689,50 @@ class ConsumerRunningInfoReport(_message.Message):
 class ReportConsumerRunningInfoResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class DeleteTopicRequest(_message.Message):
+    __slots__ = ("topic",)
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    def __init__(self, topic: _Optional[str] = ...) -> None: ...
+
+class DeleteTopicResponse(_message.Message):
+    __slots__ = ("existed",)
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    existed: bool
+    def __init__(self, existed: _Optional[bool] = ...) -> None: ...
+
+class ViewMessageRequest(_message.Message):
+    __slots__ = ("commit_log_offset",)
+    COMMIT_LOG_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    commit_log_offset: int
+    def __init__(self, commit_log_offset: _Optional[int] = ...) -> None: ...
+
+class GetBrokerRuntimeInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class BrokerRuntimeInfo(_message.Message):
+    __slots__ = ("table",)
+    class TableEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    table: _containers.ScalarMap[str, str]
+    def __init__(self, table: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class GetProducerConnectionListRequest(_message.Message):
+    __slots__ = ("producer_group",)
+    PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    producer_group: str
+    def __init__(self, producer_group: _Optional[str] = ...) -> None: ...
+
+class ProducerConnection(_message.Message):
+    __slots__ = ("connections",)
+    CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
+    connections: _containers.RepeatedCompositeFieldContainer[Connection]
+    def __init__(self, connections: _Optional[_Iterable[_Union[Connection, _Mapping]]] = ...) -> None: ...

@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from aiorocketmq.protocol.v1 import broker_pb2 as aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2
+from aiorocketmq.protocol.v1 import common_pb2 as aiorocketmq_dot_protocol_dot_v1_dot_common__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -163,6 +164,26 @@ class BrokerStub:
                 '/aiorocketmq.v1.Broker/ReportConsumerRunningInfo',
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfoReport.SerializeToString,
                 response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReportConsumerRunningInfoResponse.FromString,
+                _registered_method=True)
+        self.DeleteTopic = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/DeleteTopic',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteTopicRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteTopicResponse.FromString,
+                _registered_method=True)
+        self.ViewMessage = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/ViewMessage',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ViewMessageRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_common__pb2.MessageExt.FromString,
+                _registered_method=True)
+        self.GetBrokerRuntimeInfo = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/GetBrokerRuntimeInfo',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerRuntimeInfoRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.BrokerRuntimeInfo.FromString,
+                _registered_method=True)
+        self.GetProducerConnectionList = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/GetProducerConnectionList',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetProducerConnectionListRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ProducerConnection.FromString,
                 _registered_method=True)
 
 
@@ -361,6 +382,35 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteTopic(self, request, context):
+        """DELETE_TOPIC_IN_BROKER (215): drop a topic's config and consume queues (its commit-log
+        records age out as usual).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ViewMessage(self, request, context):
+        """VIEW_MESSAGE_BY_ID (33): the message stored at a commit-log offset (an offset message id's).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBrokerRuntimeInfo(self, request, context):
+        """GET_BROKER_RUNTIME_INFO (28): the broker's runtime figures, RocketMQ's names, as text.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetProducerConnectionList(self, request, context):
+        """GET_PRODUCER_CONNECTION_LIST (204): a producer group's clients on this broker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -493,6 +543,26 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.ReportConsumerRunningInfo,
                     request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfoReport.FromString,
                     response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReportConsumerRunningInfoResponse.SerializeToString,
+            ),
+            'DeleteTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTopic,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteTopicRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteTopicResponse.SerializeToString,
+            ),
+            'ViewMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.ViewMessage,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ViewMessageRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_common__pb2.MessageExt.SerializeToString,
+            ),
+            'GetBrokerRuntimeInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBrokerRuntimeInfo,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerRuntimeInfoRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.BrokerRuntimeInfo.SerializeToString,
+            ),
+            'GetProducerConnectionList': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProducerConnectionList,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetProducerConnectionListRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ProducerConnection.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1197,6 +1267,114 @@ class Broker:
             '/aiorocketmq.v1.Broker/ReportConsumerRunningInfo',
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ConsumerRunningInfoReport.SerializeToString,
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReportConsumerRunningInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/DeleteTopic',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteTopicRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteTopicResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ViewMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/ViewMessage',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ViewMessageRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_common__pb2.MessageExt.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBrokerRuntimeInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/GetBrokerRuntimeInfo',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetBrokerRuntimeInfoRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.BrokerRuntimeInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProducerConnectionList(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/GetProducerConnectionList',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetProducerConnectionListRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ProducerConnection.FromString,
             options,
             channel_credentials,
             insecure,

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from aiorocketmq.protocol.v1 import common_pb2 as aiorocketmq_dot_protocol_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(aiorocketmq/protocol/v1/nameserver.proto\x12\x0e\x61iorocketmq.v1\x1a$aiorocketmq/protocol/v1/common.proto\"\x85\x02\n\x15RegisterBrokerRequest\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x13\n\x0b\x62roker_addr\x18\x04 \x01(\t\x12\x16\n\x0eha_server_addr\x18\x05 \x01(\t\x12\x32\n\rtopic_configs\x18\x06 \x03(\x0b\x32\x1b.aiorocketmq.v1.TopicConfig\x12\x14\n\x0c\x64\x61ta_version\x18\x07 \x01(\x03\x12 \n\x18heartbeat_timeout_millis\x18\x08 \x01(\x03\x12\x15\n\rremoting_addr\x18\t \x01(\t\"E\n\x16RegisterBrokerResponse\x12\x13\n\x0bmaster_addr\x18\x01 \x01(\t\x12\x16\n\x0eha_server_addr\x18\x02 \x01(\t\"l\n\x17UnregisterBrokerRequest\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x13\n\x0b\x62roker_addr\x18\x04 \x01(\t\"\x1a\n\x18UnregisterBrokerResponse\"+\n\x1aGetRouteInfoByTopicRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"\x1d\n\x1bGetBrokerClusterInfoRequest\"\xaa\x01\n\x0e\x42rokerLiveInfo\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x13\n\x0b\x62roker_addr\x18\x04 \x01(\t\x12\x1d\n\x15last_update_timestamp\x18\x05 \x01(\x03\x12\x14\n\x0c\x64\x61ta_version\x18\x06 \x01(\x03\x12\x15\n\rremoting_addr\x18\x07 \x01(\t\"#\n\x0b\x42rokerNames\x12\x14\n\x0c\x62roker_names\x18\x01 \x03(\t\"\x89\x03\n\x0b\x43lusterInfo\x12K\n\x11\x62roker_addr_table\x18\x01 \x03(\x0b\x32\x30.aiorocketmq.v1.ClusterInfo.BrokerAddrTableEntry\x12M\n\x12\x63luster_addr_table\x18\x02 \x03(\x0b\x32\x31.aiorocketmq.v1.ClusterInfo.ClusterAddrTableEntry\x12\x34\n\x0clive_brokers\x18\x03 \x03(\x0b\x32\x1e.aiorocketmq.v1.BrokerLiveInfo\x1aR\n\x14\x42rokerAddrTableEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.aiorocketmq.v1.BrokerData:\x02\x38\x01\x1aT\n\x15\x43lusterAddrTableEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.aiorocketmq.v1.BrokerNames:\x02\x38\x01\"\x18\n\x16GetAllTopicListRequest\"\x1f\n\tTopicList\x12\x12\n\ntopic_list\x18\x01 \x03(\t2\xef\x03\n\nNameServer\x12_\n\x0eRegisterBroker\x12%.aiorocketmq.v1.RegisterBrokerRequest\x1a&.aiorocketmq.v1.RegisterBrokerResponse\x12\x65\n\x10UnregisterBroker\x12\'.aiorocketmq.v1.UnregisterBrokerRequest\x1a(.aiorocketmq.v1.UnregisterBrokerResponse\x12\x61\n\x13GetRouteInfoByTopic\x12*.aiorocketmq.v1.GetRouteInfoByTopicRequest\x1a\x1e.aiorocketmq.v1.TopicRouteData\x12`\n\x14GetBrokerClusterInfo\x12+.aiorocketmq.v1.GetBrokerClusterInfoRequest\x1a\x1b.aiorocketmq.v1.ClusterInfo\x12T\n\x0fGetAllTopicList\x12&.aiorocketmq.v1.GetAllTopicListRequest\x1a\x19.aiorocketmq.v1.TopicListb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(aiorocketmq/protocol/v1/nameserver.proto\x12\x0e\x61iorocketmq.v1\x1a$aiorocketmq/protocol/v1/common.proto\",\n\x1b\x44\x65leteTopicInNamesrvRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"/\n\x1c\x44\x65leteTopicInNamesrvResponse\x12\x0f\n\x07\x65xisted\x18\x01 \x01(\x08\"\x85\x02\n\x15RegisterBrokerRequest\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x13\n\x0b\x62roker_addr\x18\x04 \x01(\t\x12\x16\n\x0eha_server_addr\x18\x05 \x01(\t\x12\x32\n\rtopic_configs\x18\x06 \x03(\x0b\x32\x1b.aiorocketmq.v1.TopicConfig\x12\x14\n\x0c\x64\x61ta_version\x18\x07 \x01(\x03\x12 \n\x18heartbeat_timeout_millis\x18\x08 \x01(\x03\x12\x15\n\rremoting_addr\x18\t \x01(\t\"E\n\x16RegisterBrokerResponse\x12\x13\n\x0bmaster_addr\x18\x01 \x01(\t\x12\x16\n\x0eha_server_addr\x18\x02 \x01(\t\"l\n\x17UnregisterBrokerRequest\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x13\n\x0b\x62roker_addr\x18\x04 \x01(\t\"\x1a\n\x18UnregisterBrokerResponse\"+\n\x1aGetRouteInfoByTopicRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"\x1d\n\x1bGetBrokerClusterInfoRequest\"\xaa\x01\n\x0e\x42rokerLiveInfo\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x13\n\x0b\x62roker_addr\x18\x04 \x01(\t\x12\x1d\n\x15last_update_timestamp\x18\x05 \x01(\x03\x12\x14\n\x0c\x64\x61ta_version\x18\x06 \x01(\x03\x12\x15\n\rremoting_addr\x18\x07 \x01(\t\"#\n\x0b\x42rokerNames\x12\x14\n\x0c\x62roker_names\x18\x01 \x03(\t\"\x89\x03\n\x0b\x43lusterInfo\x12K\n\x11\x62roker_addr_table\x18\x01 \x03(\x0b\x32\x30.aiorocketmq.v1.ClusterInfo.BrokerAddrTableEntry\x12M\n\x12\x63luster_addr_table\x18\x02 \x03(\x0b\x32\x31.aiorocketmq.v1.ClusterInfo.ClusterAddrTableEntry\x12\x34\n\x0clive_brokers\x18\x03 \x03(\x0b\x32\x1e.aiorocketmq.v1.BrokerLiveInfo\x1aR\n\x14\x42rokerAddrTableEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.aiorocketmq.v1.BrokerData:\x02\x38\x01\x1aT\n\x15\x43lusterAddrTableEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.aiorocketmq.v1.BrokerNames:\x02\x38\x01\"\x18\n\x16GetAllTopicListRequest\"\x1f\n\tTopicList\x12\x12\n\ntopic_list\x18\x01 \x03(\t2\xd9\x04\n\nNameServer\x12_\n\x0eRegisterBroker\x12%.aiorocketmq.v1.RegisterBrokerRequest\x1a&.aiorocketmq.v1.RegisterBrokerResponse\x12\x65\n\x10UnregisterBroker\x12\'.aiorocketmq.v1.UnregisterBrokerRequest\x1a(.aiorocketmq.v1.UnregisterBrokerResponse\x12\x61\n\x13GetRouteInfoByTopic\x12*.aiorocketmq.v1.GetRouteInfoByTopicRequest\x1a\x1e.aiorocketmq.v1.TopicRouteData\x12`\n\x14GetBrokerClusterInfo\x12+.aiorocketmq.v1.GetBrokerClusterInfoRequest\x1a\x1b.aiorocketmq.v1.ClusterInfo\x12T\n\x0fGetAllTopicList\x12&.aiorocketmq.v1.GetAllTopicListRequest\x1a\x19.aiorocketmq.v1.TopicList\x12h\n\x0b\x44\x65leteTopic\x12+.aiorocketmq.v1.DeleteTopicInNamesrvRequest\x1a,.aiorocketmq.v1.DeleteTopicInNamesrvResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,32 +36,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLUSTERINFO_BROKERADDRTABLEENTRY']._serialized_options = b'8\001'
   _globals['_CLUSTERINFO_CLUSTERADDRTABLEENTRY']._loaded_options = None
   _globals['_CLUSTERINFO_CLUSTERADDRTABLEENTRY']._serialized_options = b'8\001'
-  _globals['_REGISTERBROKERREQUEST']._serialized_start=99
-  _globals['_REGISTERBROKERREQUEST']._serialized_end=360
-  _globals['_REGISTERBROKERRESPONSE']._serialized_start=362
-  _globals['_REGISTERBROKERRESPONSE']._serialized_end=431
-  _globals['_UNREGISTERBROKERREQUEST']._serialized_start=433
-  _globals['_UNREGISTERBROKERREQUEST']._serialized_end=541
-  _globals['_UNREGISTERBROKERRESPONSE']._serialized_start=543
-  _globals['_UNREGISTERBROKERRESPONSE']._serialized_end=569
-  _globals['_GETROUTEINFOBYTOPICREQUEST']._serialized_start=571
-  _globals['_GETROUTEINFOBYTOPICREQUEST']._serialized_end=614
-  _globals['_GETBROKERCLUSTERINFOREQUEST']._serialized_start=616
-  _globals['_GETBROKERCLUSTERINFOREQUEST']._serialized_end=645
-  _globals['_BROKERLIVEINFO']._serialized_start=648
-  _globals['_BROKERLIVEINFO']._serialized_end=818
-  _globals['_BROKERNAMES']._serialized_start=820
-  _globals['_BROKERNAMES']._serialized_end=855
-  _globals['_CLUSTERINFO']._serialized_start=858
-  _globals['_CLUSTERINFO']._serialized_end=1251
-  _globals['_CLUSTERINFO_BROKERADDRTABLEENTRY']._serialized_start=1083
-  _globals['_CLUSTERINFO_BROKERADDRTABLEENTRY']._serialized_end=1165
-  _globals['_CLUSTERINFO_CLUSTERADDRTABLEENTRY']._serialized_start=1167
-  _globals['_CLUSTERINFO_CLUSTERADDRTABLEENTRY']._serialized_end=1251
-  _globals['_GETALLTOPICLISTREQUEST']._serialized_start=1253
-  _globals['_GETALLTOPICLISTREQUEST']._serialized_end=1277
-  _globals['_TOPICLIST']._serialized_start=1279
-  _globals['_TOPICLIST']._serialized_end=1310
-  _globals['_NAMESERVER']._serialized_start=1313
-  _globals['_NAMESERVER']._serialized_end=1808
+  _globals['_DELETETOPICINNAMESRVREQUEST']._serialized_start=98
+  _globals['_DELETETOPICINNAMESRVREQUEST']._serialized_end=142
+  _globals['_DELETETOPICINNAMESRVRESPONSE']._serialized_start=144
+  _globals['_DELETETOPICINNAMESRVRESPONSE']._serialized_end=191
+  _globals['_REGISTERBROKERREQUEST']._serialized_start=194
+  _globals['_REGISTERBROKERREQUEST']._serialized_end=455
+  _globals['_REGISTERBROKERRESPONSE']._serialized_start=457
+  _globals['_REGISTERBROKERRESPONSE']._serialized_end=526
+  _globals['_UNREGISTERBROKERREQUEST']._serialized_start=528
+  _globals['_UNREGISTERBROKERREQUEST']._serialized_end=636
+  _globals['_UNREGISTERBROKERRESPONSE']._serialized_start=638
+  _globals['_UNREGISTERBROKERRESPONSE']._serialized_end=664
+  _globals['_GETROUTEINFOBYTOPICREQUEST']._serialized_start=666
+  _globals['_GETROUTEINFOBYTOPICREQUEST']._serialized_end=709
+  _globals['_GETBROKERCLUSTERINFOREQUEST']._serialized_start=711
+  _globals['_GETBROKERCLUSTERINFOREQUEST']._serialized_end=740
+  _globals['_BROKERLIVEINFO']._serialized_start=743
+  _globals['_BROKERLIVEINFO']._serialized_end=913
+  _globals['_BROKERNAMES']._serialized_start=915
+  _globals['_BROKERNAMES']._serialized_end=950
+  _globals['_CLUSTERINFO']._serialized_start=953
+  _globals['_CLUSTERINFO']._serialized_end=1346
+  _globals['_CLUSTERINFO_BROKERADDRTABLEENTRY']._serialized_start=1178
+  _globals['_CLUSTERINFO_BROKERADDRTABLEENTRY']._serialized_end=1260
+  _globals['_CLUSTERINFO_CLUSTERADDRTABLEENTRY']._serialized_start=1262
+  _globals['_CLUSTERINFO_CLUSTERADDRTABLEENTRY']._serialized_end=1346
+  _globals['_GETALLTOPICLISTREQUEST']._serialized_start=1348
+  _globals['_GETALLTOPICLISTREQUEST']._serialized_end=1372
+  _globals['_TOPICLIST']._serialized_start=1374
+  _globals['_TOPICLIST']._serialized_end=1405
+  _globals['_NAMESERVER']._serialized_start=1408
+  _globals['_NAMESERVER']._serialized_end=2009
 # @@protoc_insertion_point(module_scope)

@@ -7,6 +7,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class DeleteTopicInNamesrvRequest(_message.Message):
+    __slots__ = ("topic",)
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    def __init__(self, topic: _Optional[str] = ...) -> None: ...
+
+class DeleteTopicInNamesrvResponse(_message.Message):
+    __slots__ = ("existed",)
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    existed: bool
+    def __init__(self, existed: _Optional[bool] = ...) -> None: ...
+
 class RegisterBrokerRequest(_message.Message):
     __slots__ = ("cluster_name", "broker_name", "broker_id", "broker_addr", "ha_server_addr", "topic_configs", "data_version", "heartbeat_timeout_millis", "remoting_addr")
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]

@@ -60,6 +60,11 @@ class NameServerStub:
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.SerializeToString,
                 response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.TopicList.FromString,
                 _registered_method=True)
+        self.DeleteTopic = channel.unary_unary(
+                '/aiorocketmq.v1.NameServer/DeleteTopic',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.DeleteTopicInNamesrvRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.DeleteTopicInNamesrvResponse.FromString,
+                _registered_method=True)
 
 
 class NameServerServicer:
@@ -102,6 +107,13 @@ class NameServerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteTopic(self, request, context):
+        """DELETE_TOPIC_IN_NAMESRV (216): forget a topic's routes (after its brokers deleted it).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NameServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -129,6 +141,11 @@ def add_NameServerServicer_to_server(servicer, server):
                     servicer.GetAllTopicList,
                     request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.FromString,
                     response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.TopicList.SerializeToString,
+            ),
+            'DeleteTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTopic,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.DeleteTopicInNamesrvRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.DeleteTopicInNamesrvResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -266,6 +283,33 @@ class NameServer:
             '/aiorocketmq.v1.NameServer/GetAllTopicList',
             aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.GetAllTopicListRequest.SerializeToString,
             aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.TopicList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.NameServer/DeleteTopic',
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.DeleteTopicInNamesrvRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_nameserver__pb2.DeleteTopicInNamesrvResponse.FromString,
             options,
             channel_credentials,
             insecure,

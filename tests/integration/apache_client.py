@@ -2,7 +2,8 @@
 
 ``python -m tests.integration.apache_client produce -n ADDR -t TOPIC --count N --batch B``
 sends N messages (keys ``k<i>``, tag ``TagA``, property ``color=red``) then one batch of B
-(keys ``b<i>``, tag ``TagB``), printing one JSON line per send result.
+(keys ``b<i>``, tag ``TagB``), printing one JSON line per send result; ``--linger S`` then
+keeps the producer up (heartbeating) for S seconds or until SIGTERM.
 
 ``python -m tests.integration.apache_client consume -n ADDR -g GROUP -t TOPIC`` runs a push
 consumer until SIGTERM (a graceful shutdown) or SIGKILL, printing ``{"started": pid}`` and then
@@ -58,6 +59,11 @@ def produce(args: argparse.Namespace) -> int:
                 batch.append(msg)
             result = producer.send_batch(batch)
             emit({"status": int(result.status), "batch": args.batch})
+        if args.linger:
+            emit({"lingering": os.getpid()})
+            stop = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+            stop.wait(args.linger)
     finally:
         producer.shutdown()
     return 0
@@ -105,6 +111,9 @@ def main() -> int:
     p.add_argument("-g", "--group", default="ApacheProducer")
     p.add_argument("--count", type=int, default=10)
     p.add_argument("--batch", type=int, default=0)
+    p.add_argument(
+        "--linger", type=float, default=0, help="then stay up this long (or until SIGTERM)"
+    )
     c = sub.add_parser("consume")
     c.add_argument("-n", "--namesrv", required=True)
     c.add_argument("-t", "--topic", required=True)

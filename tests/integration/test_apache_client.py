@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from aiorocketmq.admin import AdminClient, AdminError
 from aiorocketmq.consumer import (
     AllocateMessageQueueAveragely,
     ConsumeFromWhere,
@@ -57,8 +58,13 @@ class ApacheProcess:
         self.home.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "HOME": str(self.home)}  # the C++ library logs under $HOME
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.integration.apache_client", *self.args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env,
+            sys.executable,
+            "-m",
+            "tests.integration.apache_client",
+            *self.args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
             cwd=Path(__file__).parents[2],
         )
         self._reader = asyncio.create_task(self._read())
@@ -115,7 +121,8 @@ def members(cluster: LocalCluster, group: str) -> list[list[str]]:
 async def wait_members(cluster: LocalCluster, group: str, n: int, timeout: float = 30) -> list[str]:
     await wait_until(
         lambda: all(len(m) == n for m in members(cluster, group)),
-        timeout=timeout, message=f"{n} members of {group} on every broker",
+        timeout=timeout,
+        message=f"{n} members of {group} on every broker",
     )
     return members(cluster, group)[0]
 
@@ -126,8 +133,9 @@ def topic_queues(cluster: LocalCluster) -> list[MessageQueue]:
     for broker in cluster.broker_list:
         config = broker.topics.select_topic_config(TOPIC)
         assert config is not None
-        queues.extend(MessageQueue(TOPIC, broker.config.broker_name, q)
-                      for q in range(config.read_queue_nums))
+        queues.extend(
+            MessageQueue(TOPIC, broker.config.broker_name, q) for q in range(config.read_queue_nums)
+        )
     return sorted(queues)
 
 
@@ -140,8 +148,16 @@ def expected_owners(queues: list[MessageQueue], client_ids: list[str]) -> dict[M
 
 async def test_apache_producer_to_our_consumer(cluster: LocalCluster, tmp_path: Path) -> None:
     producer = await ApacheProcess(
-        tmp_path / "apache", "produce", "-n", cluster.namesrv_remoting_addr, "-t", TOPIC,
-        "--count", "20", "--batch", "5",
+        tmp_path / "apache",
+        "produce",
+        "-n",
+        cluster.namesrv_remoting_addr,
+        "-t",
+        TOPIC,
+        "--count",
+        "20",
+        "--batch",
+        "5",
     ).start()
     assert await producer.wait() == 0
     results = producer.records
@@ -180,19 +196,31 @@ async def test_apache_producer_to_our_consumer(cluster: LocalCluster, tmp_path: 
 
 async def test_our_producer_to_apache_push_consumer(cluster: LocalCluster, tmp_path: Path) -> None:
     consumer = await ApacheProcess(
-        tmp_path / "apache", "consume", "-n", cluster.namesrv_remoting_addr, "-g", "apache-g",
-        "-t", TOPIC,
+        tmp_path / "apache",
+        "consume",
+        "-n",
+        cluster.namesrv_remoting_addr,
+        "-g",
+        "apache-g",
+        "-t",
+        TOPIC,
     ).start()
     try:
         await wait_members(cluster, "apache-g", 1)
         async with Producer("pg", cluster.namesrv_addr) as producer:
             for i in range(30):
                 await producer.send(
-                    Message(TOPIC, f"ours-{i}".encode(), tags="TagO", keys=f"o{i}",
-                            properties={"color": "blue"})
+                    Message(
+                        TOPIC,
+                        f"ours-{i}".encode(),
+                        tags="TagO",
+                        keys=f"o{i}",
+                        properties={"color": "blue"},
+                    )
                 )
         await wait_until(
-            lambda: len({m["body"] for m in consumer.messages()}) == 30, timeout=30,
+            lambda: len({m["body"] for m in consumer.messages()}) == 30,
+            timeout=30,
             message="30 messages at Apache's consumer",
         )
     finally:
@@ -262,12 +290,16 @@ async def converge(
         seq = await probe.round()
         await asyncio.sleep(0.25)
         try:
-            await wait_until(lambda s=seq: probe.owners(s) is not None, timeout=5,
-                             message=f"round {seq}")
+            await wait_until(
+                lambda s=seq: probe.owners(s) is not None, timeout=5, message=f"round {seq}"
+            )
         except AssertionError:
             good.clear()
-            last = ("incomplete round", seq, {b: w for b, w in probe.consumed.items()
-                                              if b.startswith(f"{seq}|")})
+            last = (
+                "incomplete round",
+                seq,
+                {b: w for b, w in probe.consumed.items() if b.startswith(f"{seq}|")},
+            )
             continue
         owners = probe.owners(seq)
         assert owners is not None
@@ -278,8 +310,14 @@ async def converge(
                 return probe.sent_at[good[0]] - since
         else:
             good.clear()
-            last = ("misplaced", {str(mq): (owners[mq], want.get(mq)) for mq in probe.queues
-                                  if owners[mq] != [want.get(mq)]})
+            last = (
+                "misplaced",
+                {
+                    str(mq): (owners[mq], want.get(mq))
+                    for mq in probe.queues
+                    if owners[mq] != [want.get(mq)]
+                },
+            )
     raise AssertionError(f"no steady allocation within {timeout}s; last round: {last}")
 
 
@@ -315,7 +353,7 @@ async def test_a_group_of_apache_and_our_consumers(cluster: LocalCluster, tmp_pa
             for proc in procs:
                 if proc.proc is None:
                     continue
-                new = proc.messages()[seen[proc.pid]:]
+                new = proc.messages()[seen[proc.pid] :]
                 seen[proc.pid] += len(new)
                 for m in new:
                     matches = [c for c in cids if c.startswith(f"{proc.pid}-")]
@@ -381,3 +419,49 @@ async def test_a_group_of_apache_and_our_consumers(cluster: LocalCluster, tmp_pa
             await ours.shutdown()
             for proc in procs:
                 await proc.stop()
+
+
+async def test_producer_connection_shows_apache_producers(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Apache's producer heartbeats its group to the brokers (ours does not: it has no
+    transactions to be asked about); mqadmin producerConnection lists it until it leaves."""
+    producer = await ApacheProcess(
+        tmp_path / "apache",
+        "produce",
+        "-n",
+        cluster.namesrv_remoting_addr,
+        "-t",
+        TOPIC,
+        "-g",
+        "ApacheLinger",
+        "--count",
+        "4",
+        "--linger",
+        "120",
+    ).start()
+    try:
+        await wait_until(
+            lambda: any("lingering" in r for r in producer.records), timeout=30, message="sent"
+        )
+        async with AdminClient(cluster.namesrv_addr) as admin:
+
+            async def listed() -> bool:
+                try:
+                    return bool(await admin.producer_connection("ApacheLinger", TOPIC))
+                except AdminError:
+                    return False
+
+            started = time.monotonic()
+            await wait_until(listed, timeout=60, message="the producer's heartbeat")
+            [conn] = await admin.producer_connection("ApacheLinger", TOPIC)
+            assert conn.language == "CPP" and conn.client_addr.startswith("127.0.0.1:")
+            print(f"listed {time.monotonic() - started:.1f} s after its sends")
+            await producer.stop()
+
+            async def gone() -> bool:
+                return not await listed()
+
+            await wait_until(gone, timeout=10, message="the producer gone after its shutdown")
+    finally:
+        producer.kill()

@@ -14,7 +14,9 @@ import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Coroutine, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -578,8 +580,15 @@ def test_broker_config_is_read_and_a_live_setting_changed(
     assert config["notifyConsumerIdsChangedEnable"] == "true"
     assert config["maxPullMsgNums"] == "1024"
     changed = admin_json(
-        capsys, bg, "updateBrokerConfig", "-b", addr, "-k", "notifyConsumerIdsChangedEnable",
-        "-v", "false",
+        capsys,
+        bg,
+        "updateBrokerConfig",
+        "-b",
+        addr,
+        "-k",
+        "notifyConsumerIdsChangedEnable",
+        "-v",
+        "false",
     )
     assert changed == {addr: {"notifyConsumerIdsChangedEnable": "false"}}
     broker = bg.cluster.broker("broker-a")
@@ -590,8 +599,15 @@ def test_broker_config_is_read_and_a_live_setting_changed(
         assert config["notifyConsumerIdsChangedEnable"] == "false"
     finally:
         admin_json(
-            capsys, bg, "updateBrokerConfig", "-c", "DefaultCluster", "-k",
-            "notify_consumer_ids_changed_enable", "-v", "true",
+            capsys,
+            bg,
+            "updateBrokerConfig",
+            "-c",
+            "DefaultCluster",
+            "-k",
+            "notify_consumer_ids_changed_enable",
+            "-v",
+            "true",
         )
     assert broker.client.listener.notify_consumer_ids_changed_enable is True
 
@@ -610,6 +626,166 @@ def test_update_broker_config_refuses_what_it_cannot_apply(
 ) -> None:
     addr = bg.addr("broker-a")
     before = admin_json(capsys, bg, "getBrokerConfig", "-b", addr)
-    line = one_error_line(*admin(capsys, bg, "updateBrokerConfig", "-b", addr, "-k", key, "-v", value))
+    line = one_error_line(
+        *admin(capsys, bg, "updateBrokerConfig", "-b", addr, "-k", key, "-v", value)
+    )
     assert message in line
     assert admin_json(capsys, bg, "getBrokerConfig", "-b", addr) == before  # nothing changed
+
+
+# -- deleteTopic, queryMsgById, queryMsgByOffset, printMsg, brokerStatus ------------------------
+
+
+def test_delete_topic_from_the_brokers_and_the_name_servers(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "DoomedTopic", queues=2)
+    send(bg, [(MessageQueue("DoomedTopic", "broker-a", 0), Message("DoomedTopic", b"x"))])
+    done = admin_json(capsys, bg, "deleteTopic", "-t", "DoomedTopic", "-c", "DefaultCluster")
+    assert done["topic"] == "DoomedTopic"
+    assert sorted(done["deletedFrom"]) == sorted([bg.addr("broker-a"), bg.addr("broker-b")])
+    line = one_error_line(*admin(capsys, bg, "topicRoute", "-t", "DoomedTopic"))
+    assert "DoomedTopic" in line
+    # the brokers' next registrations do not bring it back, and its queues are gone
+    wait_until_sync(
+        lambda: "DoomedTopic" not in admin_json(capsys, bg, "topicList")["topicList"], timeout=5
+    )
+    for name in ("broker-a", "broker-b"):
+        store = bg.cluster.broker(name).store
+        assert store.queue_ids("DoomedTopic") == []
+    time.sleep(0.5)  # a few registration periods
+    assert "DoomedTopic" not in admin_json(capsys, bg, "topicList")["topicList"]
+
+    code, out, err = admin(capsys, bg, "deleteTopic", "-t", "DoomedTopic")
+    assert code == 0, err
+    assert "no broker had topic DoomedTopic" in out
+    line = one_error_line(*admin(capsys, bg, "deleteTopic", "-t", "TBW102"))
+    assert "system topic" in line
+
+
+def test_query_a_message_by_id_and_by_offset(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "QueryTopic", queues=2)
+    sent = [
+        admin_json(
+            capsys,
+            bg,
+            "sendMessage",
+            "-t",
+            "QueryTopic",
+            "-p",
+            f"q{i}",
+            "-k",
+            f"K{i}",
+            "-c",
+            "TagQ",
+            "-b",
+            "broker-b",
+            "-i",
+            "1",
+        )
+        for i in range(3)
+    ]
+    ids = ",".join(r["msgId"] for r in sent)
+    found = admin_json(capsys, bg, "queryMsgById", "-i", ids)["messages"]
+    assert [(m["body"], m["keys"], m["tags"], m["queueOffset"]) for m in found] == [
+        (f"q{i}", f"K{i}", "TagQ", i) for i in range(3)
+    ]
+    assert {m["brokerName"] for m in found} == {"broker-b"}
+
+    code, out, err = admin(capsys, bg, "queryMsgById", "-i", sent[1]["msgId"])
+    assert code == 0, err
+    fields = dict(line.split(":", 1) for line in out.splitlines())
+    assert fields["OffsetID"].strip() == sent[1]["msgId"]
+    assert fields["Message Body"].strip() == "q1" and fields["Keys"].strip() == "[K1]"
+
+    by_offset = admin_json(
+        capsys, bg, "queryMsgByOffset", "-t", "QueryTopic", "-b", "broker-b", "-i", "1", "-o", "2"
+    )
+    assert (by_offset["body"], by_offset["msgId"]) == ("q2", sent[2]["msgId"])
+
+    line = one_error_line(
+        *admin(capsys, bg, "queryMsgByOffset", "-t", "QueryTopic", "-b", "broker-b",
+               "-i", "1", "-o", "9")
+    )  # fmt: skip
+    assert "no message at offset 9" in line and "[0, 3)" in line
+    line = one_error_line(*admin(capsys, bg, "queryMsgById", "-i", "not-an-id"))
+    assert "not-an-id" in line and "offset message id" in line
+    # a well-formed id of this broker at an offset past its commit log
+    past = sent[0]["msgId"][:16] + "00000000FFFFFFFF"
+    line = one_error_line(*admin(capsys, bg, "queryMsgById", "-i", past))
+    assert "no message at commit log offset" in line
+    # one that points inside a record, not at its start
+    inside = sent[0]["msgId"][:16] + f"{int(sent[0]['msgId'][16:], 16) + 7:016X}"
+    line = one_error_line(*admin(capsys, bg, "queryMsgById", "-i", inside))
+    assert "no message at commit log offset" in line
+
+
+def test_print_messages_stored_between_two_times(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "PrintTopic", queues=2)
+    before = int(time.time() * 1000)
+    early = [(MessageQueue("PrintTopic", b, q), Message("PrintTopic", f"early-{b}-{q}".encode()))
+             for b in ("broker-a", "broker-b") for q in (0, 1)]  # fmt: skip
+    send(bg, early)
+    time.sleep(0.05)
+    middle = int(time.time() * 1000)
+    time.sleep(0.05)
+    send(bg, [(MessageQueue("PrintTopic", "broker-a", 1), Message("PrintTopic", b"late"))])
+
+    everything = admin_json(capsys, bg, "printMsg", "-t", "PrintTopic", "-b", str(before))
+    assert sorted(m["body"] for m in everything["messages"]) == sorted(
+        [m.body.decode() for _, m in early] + ["late"]
+    )
+    window = admin_json(
+        capsys, bg, "printMsg", "-t", "PrintTopic", "-b", str(before), "-e", str(middle)
+    )
+    assert sorted(m["body"] for m in window["messages"]) == sorted(
+        m.body.decode() for _, m in early
+    )
+    late = admin_json(capsys, bg, "printMsg", "-t", "PrintTopic", "-b", str(middle))
+    assert [m["body"] for m in late["messages"]] == ["late"]
+    # RocketMQ's own time format, local time
+    stamp = datetime.fromtimestamp(middle / 1000).strftime("%Y-%m-%d#%H:%M:%S:%f")[:-3]
+    late = admin_json(capsys, bg, "printMsg", "-t", "PrintTopic", "-b", stamp)
+    assert [m["body"] for m in late["messages"]] == ["late"]
+    assert admin_json(capsys, bg, "printMsg", "-t", "PrintTopic", "-b", "now")["messages"] == []
+
+    code, out, err = admin(capsys, bg, "printMsg", "-t", "PrintTopic", "-b", str(middle))
+    assert code == 0, err
+    assert "BODY: late" in out and "1 message(s)" in out
+    line = one_error_line(
+        *admin(capsys, bg, "printMsg", "-t", "PrintTopic", "-b", str(middle), "-e", str(before))
+    )
+    assert "end time must be after the begin time" in line
+
+
+def test_print_msg_refuses_a_time_it_cannot_read(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        mqadmin.main(["printMsg", "-t", "T", "-b", "yesterday"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "'yesterday'" in err and "yyyy-MM-dd#HH:mm:ss:SSS" in err
+
+
+def test_broker_status_of_one_broker_and_of_a_cluster(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    a = bg.addr("broker-a")
+    one = admin_json(capsys, bg, "brokerStatus", "-b", a)
+    table = one[a]
+    assert table["brokerName"] == "broker-a" and table["address"] == a
+    assert int(table["bootTimestamp"]) <= int(time.time() * 1000)
+    assert table["runtime"].startswith("[ 0 days, ")
+    assert int(table["commitLogMaxOffset"]) >= int(table["commitLogMinOffset"]) >= 0
+    assert int(table["topicNumber"]) > 0
+    everyone = admin_json(capsys, bg, "brokerStatus", "-c", "DefaultCluster")
+    assert sorted(everyone) == sorted([a, bg.addr("broker-b")])
+
+    code, out, err = admin(capsys, bg, "brokerStatus", "-b", a)
+    assert code == 0, err
+    assert any(line.split(":")[0].strip() == "msgPutTotalTodayNow" for line in out.splitlines())
+    line = one_error_line(*admin(capsys, bg, "brokerStatus", "-c", "NoCluster"))
+    assert "NoCluster" in line
