@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from aiorocketmq.broker.subscription_group_manager import SubscriptionGroupConfig
 from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.errors import InvalidArgument, MQError, SubscriptionGroupNotExist
@@ -208,6 +209,95 @@ class AdminClient:
                 had.append(addr)
         await self.namesrv.delete_topic(topic)
         return had
+
+    # ---- subscription groups ---------------------------------------------------------------
+    async def sub_group_configs(self, addr: str) -> list[broker_pb2.SubscriptionGroupConfig]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: every consumer group's settings on a broker."""
+        response: broker_pb2.GetAllSubscriptionGroupConfigResponse = await self.broker_call(
+            addr, "GetAllSubscriptionGroupConfig", broker_pb2.GetAllSubscriptionGroupConfigRequest()
+        )
+        return list(response.configs)
+
+    async def update_sub_group(
+        self,
+        group: str,
+        *,
+        broker_addr: str | None = None,
+        cluster: str | None = None,
+        **settings: bool | int,
+    ) -> dict[str, broker_pb2.SubscriptionGroupConfig]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker or every master of a cluster:
+        the group's current settings there (the defaults for a new group) with ``settings``
+        (``SubscriptionGroupConfig`` field names, e.g. ``consume_enable=False``) applied."""
+        check_group(group)
+        known = set(broker_pb2.SubscriptionGroupConfig.DESCRIPTOR.fields_by_name) - {"group_name"}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise AdminError(
+                f"unknown subscription group settings {unknown}; known: {sorted(known)}"
+            )
+        done = {}
+        for addr in await self.target_brokers(broker_addr, cluster):
+            current = {c.group_name: c for c in await self.sub_group_configs(addr)}.get(group)
+            config = broker_pb2.SubscriptionGroupConfig()
+            config.CopyFrom(
+                current if current is not None else SubscriptionGroupConfig(group).to_proto()
+            )
+            for name, value in settings.items():
+                setattr(config, name, value)
+            await self.broker_call(addr, "UpdateAndCreateSubscriptionGroup", config)
+            done[addr] = config
+        return done
+
+    async def delete_sub_group(
+        self,
+        group: str,
+        *,
+        broker_addr: str | None = None,
+        cluster: str | None = None,
+        remove_offset: bool = False,
+    ) -> list[str]:
+        """DELETE_SUBSCRIPTIONGROUP on one broker or every master of a cluster; the brokers
+        that had the group."""
+        check_group(group)
+        had = []
+        for addr in await self.target_brokers(broker_addr, cluster):
+            response: broker_pb2.DeleteSubscriptionGroupResponse = await self.broker_call(
+                addr,
+                "DeleteSubscriptionGroup",
+                broker_pb2.DeleteSubscriptionGroupRequest(
+                    group_name=group, remove_offset=remove_offset
+                ),
+            )
+            if response.existed:
+                had.append(addr)
+        return had
+
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> tuple[dict[MessageQueue, int], list[str]]:
+        """INVOKE_BROKER_TO_RESET_OFFSET on every master of the topic: the group's new offsets
+        and the clients told (running consumers re-read from there)."""
+        check_group(group)
+        check_topic(topic)
+        if timestamp_ms < 0:
+            raise AdminError(f"timestamp must be >= 0, got {timestamp_ms}")
+        route = await self.topic_route(topic)
+        offsets: dict[MessageQueue, int] = {}
+        told: set[str] = set()
+        for broker_name in sorted({bd.broker_name for bd in route.broker_datas}):
+            addr = self._route_master(route, broker_name, topic)
+            response: broker_pb2.ResetOffsetResponse = await self.broker_call(
+                addr,
+                "ResetOffset",
+                broker_pb2.ResetOffsetRequest(
+                    topic=topic, consumer_group=group, timestamp=timestamp_ms, force=force
+                ),
+            )
+            for o in response.offsets:
+                offsets[MessageQueue(topic, broker_name, o.queue_id)] = o.offset
+            told.update(response.clients_told)
+        return dict(sorted(offsets.items())), sorted(told)
 
     # ---- messages --------------------------------------------------------------------------
     async def view_message(self, msg_id: str) -> common_pb2.MessageExt:
@@ -408,7 +498,9 @@ class AdminClient:
         return messages, pull
 
     # ---- consumer groups -------------------------------------------------------------------
-    async def consumer_connection(self, group: str) -> tuple[str, str, broker_pb2.ConsumerConnection]:
+    async def consumer_connection(
+        self, group: str
+    ) -> tuple[str, str, broker_pb2.ConsumerConnection]:
         """GET_CONSUMER_CONNECTION_LIST from the first master (by name) that knows the group:
         ``(broker name, address, connection)``."""
         check_group(group)
@@ -470,9 +562,7 @@ class AdminClient:
         result = []
         for client in clients:
             try:
-                info = await self.consumer_running_info(
-                    group, client.client_id, broker_addr=addr
-                )
+                info = await self.consumer_running_info(group, client.client_id, broker_addr=addr)
             except MQError as e:
                 result.append(ClientStatus(client, None, e.message))
                 continue
@@ -482,7 +572,9 @@ class AdminClient:
     # ---- broker settings -------------------------------------------------------------------
     async def broker_config(self, addr: str) -> dict[str, str]:
         """GET_BROKER_CONFIG: every setting by RocketMQ's name, as text."""
-        response = await self.broker_call(addr, "GetBrokerConfig", broker_pb2.GetBrokerConfigRequest())
+        response = await self.broker_call(
+            addr, "GetBrokerConfig", broker_pb2.GetBrokerConfigRequest()
+        )
         return dict(sorted(response.properties.items()))
 
     async def update_broker_config(self, addr: str, properties: dict[str, str]) -> dict[str, str]:

@@ -124,6 +124,7 @@ class BrokerController:
             self.config, self.topics, self.store, self.schedule, self.store_root
         )
         self.client.consumer_manager.append_consumer_ids_change_listener(self.group_changes)
+        self.client.on_reset = self.hold.release
         self.store.add_arrival_listener(self.hold.notify_message_arriving)
         self.store.add_arrival_listener(self.schedule.on_message_arriving)
         self.send = SendMessageProcessor(self.config, self.topics, self.store, self.schedule)

@@ -15,6 +15,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,10 @@ from aiorocketmq.broker.offset.consumer_offset_manager import (
 )
 from aiorocketmq.broker.schedule import ScheduleMessageService
 from aiorocketmq.broker.store import MessageStore
+from aiorocketmq.broker.subscription_group_manager import (
+    SubscriptionGroupConfig,
+    SubscriptionGroupManager,
+)
 from aiorocketmq.broker.topic_config_manager import TopicConfigManager
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import (
@@ -45,6 +50,7 @@ from aiorocketmq.protocol.errors import (
     QueryNotFound,
     ServiceNotAvailable,
     SubscriptionGroupNotExist,
+    TopicNotFound,
 )
 from aiorocketmq.protocol.message import Message, MessageConst
 from aiorocketmq.protocol.message_queue import MessageQueue
@@ -98,6 +104,16 @@ class ClientManageProcessor:
         self._running_info_waiters: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._request_ids = itertools.count(1)
         self._grants_persisted = 0
+        self.groups = SubscriptionGroupManager(
+            store_root,
+            auto_create=config.auto_create_subscription_group,
+            retry_queue_nums=config.retry_queue_nums,
+            retry_max_times=config.max_reconsume_times,
+        )
+        self.groups.load()
+        # Called with (topic, queue_id) after an offset reset: answer the pulls held there so
+        # their clients come back at once (and are told to move).
+        self.on_reset: Callable[[str, int], object] | None = None
         self.offsets = ConsumerOffsetManager(store_root)
         self._persist_lock = threading.Lock()
         self.offsets.load()
@@ -207,7 +223,22 @@ class ClientManageProcessor:
 
     # ---- heartbeat and membership ----------------------------------------------------------
     def _group_notify_enabled(self, group: str) -> bool:
-        return group not in self.config.groups_with_notify_disabled
+        if group in self.config.groups_with_notify_disabled:
+            return False
+        settings = self.groups.table.get(group)
+        return settings is None or settings.notify_consumer_ids_changed_enable
+
+    def group_settings(self, group: str) -> SubscriptionGroupConfig:
+        """The group's settings (created on first use when auto-creation is on), else
+        SUBSCRIPTION_GROUP_NOT_EXIST naming the group."""
+        settings = self.groups.find(group)
+        if settings is None:
+            raise SubscriptionGroupNotExist(
+                f"subscription group [{group}] does not exist on broker "
+                f"{self.config.broker_name} (auto creation is off: create it with mqadmin "
+                "updateSubGroup)"
+            )
+        return settings
 
     def heartbeat(self, request: broker_pb2.HeartbeatRequest) -> broker_pb2.HeartbeatResponse:
         """HEART_BEAT: register or refresh every group of the client on this channel."""
@@ -229,9 +260,13 @@ class ClientManageProcessor:
         info = ClientChannelInfo.for_channel(channel, client_id, now=now)
         for consumer in data.consumer_data_set:
             group = consumer.group_name
+            settings = self.groups.find(group)
+            if settings is None:  # RocketMQ skips the group silently; we say so
+                log.warning("heartbeat of a group that does not exist", group=group)
+                continue
             if consumer.message_model != common_pb2.BROADCASTING:
                 self.topics.create_topic_if_absent(
-                    retry_topic(group), self.config.retry_queue_nums, PermName.READ | PermName.WRITE
+                    retry_topic(group), settings.retry_queue_nums, PermName.READ | PermName.WRITE
                 )
             subs = [SubscriptionData.from_proto(s) for s in consumer.subscription_data_set]
             if tracer.enabled:
@@ -281,7 +316,9 @@ class ClientManageProcessor:
             self.producer_manager.unregister_producer(request.producer_group, info)
         if request.consumer_group:
             tracer.record(
-                "client_unregistered", broker=self.config.broker_name, group=request.consumer_group,
+                "client_unregistered",
+                broker=self.config.broker_name,
+                group=request.consumer_group,
                 client_id=info.client_id,
             )
             self.consumer_manager.unregister_consumer(
@@ -318,8 +355,6 @@ class ClientManageProcessor:
                 )
             config = self.topics.select_topic_config(m.topic)
             if config is None:
-                from aiorocketmq.protocol.errors import TopicNotFound
-
                 raise TopicNotFound(
                     f"topic[{m.topic}] not exist on broker {self.config.broker_name}"
                 )
@@ -457,7 +492,8 @@ class ClientManageProcessor:
         properties = dict(msg.properties)
         properties.setdefault(MessageConst.PROPERTY_RETRY_TOPIC, request.origin_topic or msg.topic)
         properties.setdefault(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
-        max_times = request.max_reconsume_times or self.config.max_reconsume_times
+        settings = self.group_settings(group)
+        max_times = request.max_reconsume_times or settings.retry_max_times
         reconsume = msg.reconsume_times
         delay_level = request.delay_level
         if reconsume >= max_times or delay_level < 0:
@@ -467,7 +503,7 @@ class ClientManageProcessor:
         else:
             target = retry_topic(group)
             self.topics.create_topic_if_absent(
-                target, self.config.retry_queue_nums, PermName.READ | PermName.WRITE
+                target, settings.retry_queue_nums, PermName.READ | PermName.WRITE
             )
             if delay_level == 0:
                 delay_level = 3 + reconsume
@@ -567,9 +603,7 @@ class ClientManageProcessor:
         response.consume_tps = tps
         return response
 
-    def _consume_stats(
-        self, request: broker_pb2.GetConsumeStatsRequest
-    ) -> broker_pb2.ConsumeStats:
+    def _consume_stats(self, request: broker_pb2.GetConsumeStatsRequest) -> broker_pb2.ConsumeStats:
         group = request.consumer_group
         check_group(group)
         info = self.consumer_manager.get_consumer_group_info(group)
@@ -679,7 +713,9 @@ class ClientManageProcessor:
                 future.set_result(request)
         return broker_pb2.ReportConsumerRunningInfoResponse()
 
-    async def running_holders(self, group: str, timeout_ms: int = 2_000) -> tuple[dict[MessageQueue, str], float]:
+    async def running_holders(
+        self, group: str, timeout_ms: int = 2_000
+    ) -> tuple[dict[MessageQueue, str], float]:
         """Who holds which of this broker's queues, as the group's gRPC clients report it, and
         their summed consume TPS (for GET_CONSUME_STATS); clients that do not answer count
         for nothing."""
@@ -710,6 +746,81 @@ class ClientManageProcessor:
                     holders[MessageQueue.from_proto(pq.message_queue)] = running.client_id
             tps += sum(s.consume_ok_tps for s in running.status_table)
         return holders, tps
+
+    # ---- subscription groups (UPDATE_AND_CREATE / GET_ALL / DELETE_SUBSCRIPTIONGROUP) ---------
+    def update_subscription_group(
+        self, request: broker_pb2.SubscriptionGroupConfig
+    ) -> broker_pb2.UpdateAndCreateSubscriptionGroupResponse:
+        self.groups.update(SubscriptionGroupConfig.from_proto(request))
+        return broker_pb2.UpdateAndCreateSubscriptionGroupResponse()
+
+    def get_all_subscription_group_config(self) -> broker_pb2.GetAllSubscriptionGroupConfigResponse:
+        return broker_pb2.GetAllSubscriptionGroupConfigResponse(
+            configs=[c.to_proto() for _, c in sorted(self.groups.table.items())]
+        )
+
+    def delete_subscription_group(
+        self, request: broker_pb2.DeleteSubscriptionGroupRequest
+    ) -> broker_pb2.DeleteSubscriptionGroupResponse:
+        """Forget the group's settings; with ``remove_offset``, its committed offsets too.
+        Online members keep consuming (auto-creation gives the group its defaults again)."""
+        existed = self.groups.delete(request.group_name)
+        if request.remove_offset and self.offsets.remove_offset(request.group_name):
+            self.persist_offsets_now()
+        return broker_pb2.DeleteSubscriptionGroupResponse(existed=existed)
+
+    # ---- offset reset (INVOKE_BROKER_TO_RESET_OFFSET 222, RESET_CONSUMER_CLIENT_OFFSET 220) ---
+    def reset_offset(
+        self, request: broker_pb2.ResetOffsetRequest
+    ) -> broker_pb2.ResetOffsetResponse:
+        """Move the group's offsets of every queue of the topic here to the first message
+        stored at or after the timestamp (``force``: also forward), and tell the group's online
+        clients through their channels. Until a queue's next pull starts at the new offset,
+        other commits are ignored and pulls from elsewhere are told to move (clients that
+        missed the event, remoting ones included, follow at their next pull)."""
+        group, topic = request.consumer_group, request.topic
+        check_group(group)
+        check_topic(topic)
+        if request.timestamp < 0:
+            raise InvalidArgument(f"timestamp must be >= 0, got {request.timestamp}")
+        config = self.topics.select_topic_config(topic)
+        if config is None:
+            raise TopicNotFound(f"topic[{topic}] not exist on broker {self.config.broker_name}")
+        info = self.consumer_manager.get_consumer_group_info(group)
+        members = [
+            c for c in (info.channel_info_table.values() if info else ()) if not c.channel.closed
+        ]
+        response = broker_pb2.ResetOffsetResponse()
+        for queue_id in range(config.read_queue_nums):
+            target = self.store.get_offset_in_queue_by_time(topic, queue_id, request.timestamp)
+            current = self.offsets.query_offset(group, topic, queue_id)
+            offset = target if request.force or current < 0 or target < current else current
+            self.offsets.reset_offset(group, topic, queue_id, offset, pending=bool(members))
+            response.offsets.add(queue_id=queue_id, offset=offset)
+        self.persist_offsets_now()
+        log.info(
+            "reset offset by time",
+            group=group,
+            topic=topic,
+            timestamp=request.timestamp,
+            force=request.force,
+            offsets={o.queue_id: o.offset for o in response.offsets},
+        )
+        event = broker_pb2.ChannelEvent(
+            reset_offset=broker_pb2.ResetOffsetEvent(
+                topic=topic,
+                consumer_group=group,
+                offsets=response.offsets,
+                broker_name=self.config.broker_name,
+            )
+        )
+        for member in members:
+            if member.channel.protocol == "grpc" and member.channel.offer(event):
+                response.clients_told.append(member.client_id)
+        if self.on_reset is not None:
+            for queue_id in range(config.read_queue_nums):
+                self.on_reset(topic, queue_id)
+        return response
 
     async def persist_offsets(self) -> None:
         """The periodic flush (in a thread: it writes and fsyncs a file)."""

@@ -89,12 +89,12 @@ class PullRequestHoldService:
             ):
                 entry.waiter.set_result(None)
 
-    def release(self, topic: str, queue_id: int, holder: Hashable) -> int:
-        """Answer now the pulls ``holder`` parked on the queue (they re-read and find nothing
-        new, as at their timeout); how many."""
+    def release(self, topic: str, queue_id: int, holder: Hashable | None = None) -> int:
+        """Answer now the pulls ``holder`` (None: anyone) parked on the queue (they re-read
+        and find nothing new, as at their timeout); how many."""
         released = 0
         for entry in self._held.get((topic, queue_id), ()):
-            if entry.holder == holder and not entry.waiter.done():
+            if (holder is None or entry.holder == holder) and not entry.waiter.done():
                 entry.waiter.set_result(None)
                 released += 1
         return released

@@ -20,6 +20,7 @@ from typing import Protocol
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.long_polling import PullRequestHoldService
 from aiorocketmq.broker.store import GetMessageResult, GetMessageStatus, MessageStore
+from aiorocketmq.broker.subscription_group_manager import SubscriptionGroupConfig
 from aiorocketmq.broker.topic_config_manager import TopicConfigManager
 from aiorocketmq.protocol.errors import (
     InvalidArgument,
@@ -42,7 +43,10 @@ DEFAULT_SUSPEND_TIMEOUT_MS = 15_000
 
 
 class SubscriptionLookup(Protocol):
-    """What the pull needs from the consumer groups: the registered expression and version."""
+    """What the pull needs from the consumer groups: the group's settings (may it consume?),
+    the registered expression and its version."""
+
+    def group_settings(self, group: str) -> SubscriptionGroupConfig: ...
 
     def registered_subscription(
         self, group: str, topic: str
@@ -59,6 +63,10 @@ class OffsetCommitter(Protocol):
     def commit_offset(
         self, client_host: str, group: str, topic: str, queue_id: int, offset: int
     ) -> None: ...
+
+    def pending_reset(
+        self, group: str, topic: str, queue_id: int, pull_offset: int
+    ) -> int | None: ...
 
 
 _NOT_FOUND_STATUSES = {
@@ -135,6 +143,11 @@ class PullMessageProcessor:
             )
         check_group(request.consumer_group)
         check_topic(request.topic)
+        if not self.subscriptions.group_settings(request.consumer_group).consume_enable:
+            raise NoPermission(
+                f"subscription group no permission, {request.consumer_group} (consumeEnable is "
+                "false)"
+            )
         config = self.topics.select_topic_config(request.topic)
         if config is None:
             raise TopicNotFound(f"topic[{request.topic}] not exist, apply first please")
@@ -175,6 +188,25 @@ class PullMessageProcessor:
         )
         return to_pull_status(result, request.queue_offset), result
 
+    def _moved_by_reset(
+        self, request: broker_pb2.PullMessageRequest
+    ) -> broker_pb2.PullMessageResponse | None:
+        """PULL_OFFSET_MOVED to the reset offset while an administrator's reset of the queue
+        is pending and the pull starts elsewhere (the consumer drops the queue and re-adds it
+        from there: the OFFSET_ILLEGAL path every client has)."""
+        moved_to = self.offsets.pending_reset(
+            request.consumer_group, request.topic, request.queue_id, request.queue_offset
+        )
+        if moved_to is None:
+            return None
+        return broker_pb2.PullMessageResponse(
+            status=broker_pb2.OFFSET_ILLEGAL,
+            next_begin_offset=moved_to,
+            min_offset=self.store.get_min_offset(request.topic, request.queue_id),
+            max_offset=self.store.get_max_offset(request.topic, request.queue_id),
+            broker_name=self.config.broker_name,
+        )
+
     async def pull(
         self,
         request: broker_pb2.PullMessageRequest,
@@ -189,6 +221,9 @@ class PullMessageProcessor:
         if request.epoch:
             mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
             self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+        moved = self._moved_by_reset(request)
+        if moved is not None:
+            return moved
         if request.commit_offset_enabled:
             self.offsets.commit_offset(
                 peer, request.consumer_group, request.topic, request.queue_id, request.commit_offset
@@ -208,6 +243,9 @@ class PullMessageProcessor:
                 timeout_ms / 1000,
                 holder,
             )
+            moved = self._moved_by_reset(request)  # a reset may have woken it
+            if moved is not None:
+                return moved
             if arrived:
                 if request.epoch:  # the queue may have moved while we waited
                     mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)

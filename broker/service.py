@@ -232,6 +232,30 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         return self.b.client.get_producer_connection_list(request)
 
     @guard
+    async def UpdateAndCreateSubscriptionGroup(
+        self, request: broker_pb2.SubscriptionGroupConfig, context: Ctx
+    ) -> broker_pb2.UpdateAndCreateSubscriptionGroupResponse:
+        return self.b.client.update_subscription_group(request)
+
+    @guard
+    async def GetAllSubscriptionGroupConfig(
+        self, request: broker_pb2.GetAllSubscriptionGroupConfigRequest, context: Ctx
+    ) -> broker_pb2.GetAllSubscriptionGroupConfigResponse:
+        return self.b.client.get_all_subscription_group_config()
+
+    @guard
+    async def DeleteSubscriptionGroup(
+        self, request: broker_pb2.DeleteSubscriptionGroupRequest, context: Ctx
+    ) -> broker_pb2.DeleteSubscriptionGroupResponse:
+        return self.b.client.delete_subscription_group(request)
+
+    @guard
+    async def ResetOffset(
+        self, request: broker_pb2.ResetOffsetRequest, context: Ctx
+    ) -> broker_pb2.ResetOffsetResponse:
+        return self.b.client.reset_offset(request)
+
+    @guard
     async def UpdateBrokerConfig(
         self, request: broker_pb2.UpdateBrokerConfigRequest, context: Ctx
     ) -> broker_pb2.UpdateBrokerConfigResponse:

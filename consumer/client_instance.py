@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar, Protocol
 
 from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
@@ -50,6 +50,7 @@ class ConsumerInner(Protocol):
     async def persist_consumer_offset(self) -> None: ...
     async def pull_message(self, request: PullRequest) -> None: ...
     def on_queue_released(self, mq: MessageQueue) -> None: ...
+    async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None: ...
     def is_balanced(self) -> bool: ...
     def running_info(self) -> broker_pb2.ConsumerRunningInfo: ...
 
@@ -343,12 +344,31 @@ class MQClientInstance:
                 consumer.on_queue_released(
                     MessageQueue.from_proto(event.queue_released.message_queue)
                 )
+        elif kind == "reset_offset":
+            reset = event.reset_offset
+            consumer = self.consumer_table.get(reset.consumer_group)
+            if consumer is not None:
+                offsets = {
+                    MessageQueue(reset.topic, reset.broker_name, o.queue_id): o.offset
+                    for o in reset.offsets
+                }
+                log.info(
+                    "RESET_CONSUMER_CLIENT_OFFSET received",
+                    client_id=self.client_id,
+                    group=reset.consumer_group,
+                    topic=reset.topic,
+                    broker=reset.broker_name,
+                )
+                self._spawn_side_task(consumer.reset_offset(offsets))
         elif kind == "get_consumer_running_info":
-            task = asyncio.get_running_loop().create_task(
+            self._spawn_side_task(
                 self._report_running_info(addr, event.get_consumer_running_info)
             )
-            self._side_tasks.add(task)
-            task.add_done_callback(self._side_tasks.discard)
+
+    def _spawn_side_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
 
     async def _report_running_info(
         self, addr: str, question: broker_pb2.GetConsumerRunningInfo

@@ -237,6 +237,11 @@ class ConsumerCore:
     def on_queue_released(self, mq: MessageQueue) -> None:
         raise NotImplementedError
 
+    async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None:
+        """An administrator reset the group's offsets (RESET_CONSUMER_CLIENT_OFFSET): the
+        queues held here start over from there."""
+        raise NotImplementedError
+
     # ---- offsets: where a queue starts -----------------------------------------------------
     async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
         """``compute_pull_from_where`` of many queues: stored offsets in one RPC per broker."""

@@ -725,6 +725,15 @@ class LitePullConsumerImpl(ConsumerCore):
         if self.client is not None:
             self.client.rebalance_immediately()
 
+    async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: every assigned queue seeks to its new offset, and
+        its consumed offset goes there too (what was buffered is discarded)."""
+        for mq, offset in sorted(offsets.items()):
+            state = self.states.get(mq)
+            if state is not None and not state.dropped and self.running:
+                self._seek_now(mq, offset)
+                state.consume_offset = offset
+
     # ---- the assigned queues ---------------------------------------------------------------
     def on_message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]

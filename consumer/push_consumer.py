@@ -645,11 +645,31 @@ class PushConsumerImpl(ConsumerCore):
                 next_begin_offset=result.next_begin_offset,
             )
             request.next_offset = result.next_begin_offset
-            pq.dropped = True
-            self.offset_store.update_and_freeze_offset(mq, request.next_offset)
-            await self.offset_store.persist(mq)
-            await self.rebalance_impl.remove_process_queue(mq)
-            self.client.rebalance_immediately()
+            await self._move_queue(mq, pq, result.next_begin_offset)
+
+    async def _move_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        """Drop ``mq`` and re-add it from ``offset`` at once: what is in flight is discarded,
+        the offset is frozen there and persisted (an OFFSET_ILLEGAL answer, an offset reset)."""
+        assert (
+            self.client is not None
+            and self.offset_store is not None
+            and self.rebalance_impl is not None
+        )
+        pq.dropped = True
+        self.offset_store.update_and_freeze_offset(mq, offset)
+        await self.offset_store.persist(mq)
+        await self.rebalance_impl.remove_process_queue(mq)
+        self.client.rebalance_immediately()
+
+    async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: every queue held here starts over at its new offset."""
+        if self.rebalance_impl is None or not self.running:
+            return
+        for mq, offset in sorted(offsets.items()):
+            pq = self.rebalance_impl.process_queue_table.get(mq)
+            if pq is not None and not pq.dropped:
+                log.info("reset offset", group=self.consumer_group, mq=str(mq), offset=offset)
+                await self._move_queue(mq, pq, offset)
 
     # ---- consuming -------------------------------------------------------------------------
     def _update_offset_after_consume(self, mq: MessageQueue, offset: int) -> None:

@@ -49,6 +49,7 @@ class RequestCode(IntEnum):
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
+    QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
     UPDATE_AND_CREATE_TOPIC = 17
@@ -72,13 +73,19 @@ class RequestCode(IntEnum):
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105
     GET_BROKER_CLUSTER_INFO = 106
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
     GET_TOPIC_STATS_INFO = 202
     GET_CONSUMER_CONNECTION_LIST = 203
     GET_PRODUCER_CONNECTION_LIST = 204
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
     GET_CONSUME_STATS = 208
+    DELETE_SUBSCRIPTIONGROUP = 207
     DELETE_TOPIC_IN_BROKER = 215
     DELETE_TOPIC_IN_NAMESRV = 216
+    RESET_CONSUMER_CLIENT_OFFSET = 220
+    INVOKE_BROKER_TO_RESET_OFFSET = 222
+    CLEAN_EXPIRED_CONSUMEQUEUE = 306
     GET_CONSUMER_RUNNING_INFO = 307
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
@@ -98,6 +105,7 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "ChannelEvent.notify_consumer_ids_changed": RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
     "ChannelEvent.queue_released": None,
     "ChannelEvent.get_consumer_running_info": RequestCode.GET_CONSUMER_RUNNING_INFO,
+    "ChannelEvent.reset_offset": RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
     "Broker.Heartbeat": RequestCode.HEART_BEAT,
     "Broker.UnregisterClient": RequestCode.UNREGISTER_CLIENT,
     "Broker.GetConsumerListByGroup": RequestCode.GET_CONSUMER_LIST_BY_GROUP,
@@ -125,6 +133,12 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.ReportConsumerRunningInfo": RequestCode.GET_CONSUMER_RUNNING_INFO,
     "Broker.DeleteTopic": RequestCode.DELETE_TOPIC_IN_BROKER,
     "Broker.ViewMessage": RequestCode.VIEW_MESSAGE_BY_ID,
+    "Broker.UpdateAndCreateSubscriptionGroup": RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+    "Broker.GetAllSubscriptionGroupConfig": RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    "Broker.DeleteSubscriptionGroup": RequestCode.DELETE_SUBSCRIPTIONGROUP,
+    "Broker.ResetOffset": RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+    "Broker.QueryMessage": RequestCode.QUERY_MESSAGE,
+    "Broker.CleanExpiredConsumeQueue": RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
     "Broker.GetBrokerRuntimeInfo": RequestCode.GET_BROKER_RUNTIME_INFO,
     "Broker.GetProducerConnectionList": RequestCode.GET_PRODUCER_CONNECTION_LIST,
 }

@@ -170,7 +170,6 @@ class Progress:
         if self.enabled:
             self.stream.write("\r")
         self.stream.write(
-            f"{self.verb} {self.count:,} {what} in {elapsed:.1f}s "
-            f"({self.count / elapsed:,.0f}/s)\n"
+            f"{self.verb} {self.count:,} {what} in {elapsed:.1f}s ({self.count / elapsed:,.0f}/s)\n"
         )
         self.stream.flush()

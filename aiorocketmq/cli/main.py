@@ -45,8 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aiorocketmq {args.command}: {e}", file=sys.stderr)
         return 1
     except MQError as e:
-        print(f"aiorocketmq {args.command}: {explain(e, getattr(args, 'namesrv_addr', ''))}",
-              file=sys.stderr)
+        print(
+            f"aiorocketmq {args.command}: {explain(e, getattr(args, 'namesrv_addr', ''))}",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         return 130
@@ -70,4 +72,3 @@ def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return cluster_main(args)
     parser.error(f"unknown command {args.command}")
     return 2
-

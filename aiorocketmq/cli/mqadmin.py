@@ -11,7 +11,8 @@ Subcommands: ``clusterList``, ``topicList``, ``topicRoute`` (name server), ``upd
 ``deleteTopic``, ``topicStatus``, ``sendMessage``, ``consumeMessage``, ``queryMsgById``,
 ``queryMsgByOffset``, ``printMsg`` (topics and messages, on the brokers),
 ``consumerConnection``, ``producerConnection``, ``consumerProgress``, ``consumerStatus``
-(groups, on the brokers), ``getBrokerConfig``, ``updateBrokerConfig``, ``brokerStatus``.
+(groups, on the brokers), ``updateSubGroup``, ``deleteSubGroup``, ``resetOffsetByTime``,
+``getBrokerConfig``, ``updateBrokerConfig``, ``brokerStatus``.
 Broker addresses come from the name server: a topic's route, or the masters of the cluster
 info.
 """
@@ -923,16 +924,29 @@ async def consumer_status(args: argparse.Namespace, ctx: AdminContext) -> int:
         ctx.emit_table(
             ["Topic", "Broker Name", "QID", "Commit Offset", "Cached Msgs", "Locked", "Epoch"],
             [
-                (q["topic"], q["brokerName"], q["queueId"], q["commitOffset"],
-                 q["cachedMsgCount"], q["locked"], q["epoch"])
+                (
+                    q["topic"],
+                    q["brokerName"],
+                    q["queueId"],
+                    q["commitOffset"],
+                    q["cachedMsgCount"],
+                    q["locked"],
+                    q["epoch"],
+                )
                 for q in info["mqTable"]
             ],
         )
         ctx.emit_table(
             ["Topic", "Pull TPS", "Consume OK TPS", "Failed TPS", "Failed Msgs", "RT ms"],
             [
-                (t, s["pullTPS"], s["consumeOKTPS"], s["consumeFailedTPS"],
-                 s["consumeFailedMsgs"], s["consumeRT"])
+                (
+                    t,
+                    s["pullTPS"],
+                    s["consumeOKTPS"],
+                    s["consumeFailedTPS"],
+                    s["consumeFailedMsgs"],
+                    s["consumeRT"],
+                )
                 for t, s in info["statusTable"].items()
             ],
         )
@@ -1008,6 +1022,163 @@ async def consumer_progress(args: argparse.Namespace, ctx: AdminContext) -> int:
         ],
     )
     ctx.out.write(f"\nConsume TPS: {consume_tps:.2f}\nConsume Diff Total: {diff_total}\n")
+    return 0
+
+
+# -- subscription groups and offset resets ------------------------------------------------------
+
+
+def _bool_type(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+# flag, long name, field, type, help
+_SUB_GROUP_FLAGS: list[tuple[str, str, str, Callable[[str], Any], str]] = [
+    ("-s", "--consumeEnable", "consume_enable", _bool_type, "may the group consume"),
+    ("-m", "--consumeFromMinEnable", "consume_from_min_enable", _bool_type, "start at min offset"),
+    ("-d", "--consumeBroadcastEnable", "consume_broadcast_enable", _bool_type, "broadcasting"),
+    ("-q", "--retryQueueNums", "retry_queue_nums", int, "queues of its retry topic"),
+    ("-r", "--retryMaxTimes", "retry_max_times", int, "retries before the DLQ"),
+    ("-i", "--brokerId", "broker_id", int, "consume from this broker id"),
+    ("-w", "--whichBrokerWhenConsumeSlowly", "which_broker_when_consume_slowly", int, "slow id"),
+    ("-a", "--notifyConsumerIdsChanged", "notify_consumer_ids_changed_enable", _bool_type,
+     "notify members when the group changes"),
+]  # fmt: skip
+
+
+def sub_group_to_json(c: broker_pb2.SubscriptionGroupConfig) -> dict[str, Any]:
+    """A ``SubscriptionGroupConfig`` with RocketMQ's field names."""
+    return {
+        "groupName": c.group_name,
+        "consumeEnable": c.consume_enable,
+        "consumeFromMinEnable": c.consume_from_min_enable,
+        "consumeBroadcastEnable": c.consume_broadcast_enable,
+        "retryQueueNums": c.retry_queue_nums,
+        "retryMaxTimes": c.retry_max_times,
+        "brokerId": c.broker_id,
+        "whichBrokerWhenConsumeSlowly": c.which_broker_when_consume_slowly,
+        "notifyConsumerIdsChangedEnable": c.notify_consumer_ids_changed_enable,
+    }
+
+
+def _update_sub_group_arguments(parser: argparse.ArgumentParser) -> None:
+    _broker_target_arguments(parser)
+    parser.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group")
+    for flag, long, field, kind, help_text in _SUB_GROUP_FLAGS:
+        parser.add_argument(flag, long, dest=field, type=kind, help=help_text)
+
+
+@sub_command(
+    "updateSubGroup",
+    "Create a consumer group or change its settings on a broker (-b) or a cluster's masters (-c).",
+    _update_sub_group_arguments,
+)
+async def update_sub_group(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with the flags given over the current settings."""
+    settings = {
+        field: getattr(args, field)
+        for _, _, field, _, _ in _SUB_GROUP_FLAGS
+        if getattr(args, field) is not None
+    }
+    done = await ctx.admin.update_sub_group(
+        args.group, broker_addr=args.broker_addr, cluster=args.cluster_name, **settings
+    )
+    if ctx.as_json:
+        ctx.emit_json({addr: sub_group_to_json(c) for addr, c in done.items()})
+        return 0
+    for addr, config in done.items():
+        ctx.out.write(f"create subscription group to {addr} success.\n{config}\n")
+    return 0
+
+
+def _delete_sub_group_arguments(parser: argparse.ArgumentParser) -> None:
+    _broker_target_arguments(parser)
+    parser.add_argument("-g", "--groupName", dest="group", required=True, help="consumer group")
+    parser.add_argument(
+        "-r",
+        "--removeOffset",
+        dest="remove_offset",
+        type=_bool_type,
+        default=False,
+        help="also forget the group's committed offsets (default false)",
+    )
+
+
+@sub_command(
+    "deleteSubGroup",
+    "Delete a consumer group's settings from a broker (-b) or a cluster's masters (-c).",
+    _delete_sub_group_arguments,
+)
+async def delete_sub_group(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """DELETE_SUBSCRIPTIONGROUP on each target broker."""
+    had = await ctx.admin.delete_sub_group(
+        args.group,
+        broker_addr=args.broker_addr,
+        cluster=args.cluster_name,
+        remove_offset=args.remove_offset,
+    )
+    if ctx.as_json:
+        ctx.emit_json({"groupName": args.group, "deletedFrom": had})
+        return 0
+    if not had:
+        ctx.out.write(f"no broker had subscription group {args.group}\n")
+    for addr in had:
+        ctx.out.write(f"delete subscription group [{args.group}] from broker [{addr}] success.\n")
+    return 0
+
+
+def _reset_offset_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-g", "--group", required=True, help="consumer group")
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument(
+        "-s",
+        "--timestamp",
+        required=True,
+        type=timestamp_ms_type,
+        help="ms since the epoch, yyyy-MM-dd#HH:mm:ss:SSS or now",
+    )
+    parser.add_argument(
+        "-f",
+        "--force",
+        type=_bool_type,
+        default=True,
+        help="also move offsets forward (default true; false only moves them back)",
+    )
+
+
+@sub_command(
+    "resetOffsetByTime",
+    "Move a group's offsets of a topic to a time; running consumers re-read from there.",
+    _reset_offset_arguments,
+)
+async def reset_offset_by_time(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """INVOKE_BROKER_TO_RESET_OFFSET on every master of the topic."""
+    offsets, told = await ctx.admin.reset_offset_by_time(
+        args.group, args.topic, args.timestamp, force=args.force
+    )
+    if ctx.as_json:
+        ctx.emit_json(
+            {
+                "consumerGroup": args.group,
+                "topic": args.topic,
+                "timestamp": args.timestamp,
+                "offsetTable": [
+                    {**_queue_to_json(mq), "offset": offset} for mq, offset in offsets.items()
+                ],
+                "clientsTold": told,
+            }
+        )
+        return 0
+    ctx.emit_table(
+        ["brokerName", "queueId", "offset"],
+        [(mq.broker_name, mq.queue_id, offset) for mq, offset in offsets.items()],
+    )
+    ctx.out.write(f"\n{len(told)} running client(s) told\n")
     return 0
 
 

@@ -101,6 +101,10 @@ class ConsumerOffsetManager:
         self.now_ms = now_ms
         self.offset_table: dict[str, dict[int, int]] = {}
         self.pull_offset_table: dict[str, dict[int, int]] = {}
+        # Offsets an administrator reset while the group was online, until the queue's next
+        # pull starts there: commits of any other offset are ignored meanwhile (RocketMQ's
+        # resetOffsetTable), and a pull from elsewhere is told to move (PULL_OFFSET_MOVED).
+        self.reset_table: dict[str, dict[int, int]] = {}
         self.data_version = DataVersion()
 
     # ---- keys ------------------------------------------------------------------------------
@@ -123,8 +127,19 @@ class ConsumerOffsetManager:
     def commit_offset(
         self, client_host: str, group: str, topic: str, queue_id: int, offset: int
     ) -> None:
-        """Store ``offset`` (a plain put); warn with [NOTIFYME] when it goes backwards."""
+        """Store ``offset`` (a plain put); warn with [NOTIFYME] when it goes backwards.
+        Ignored while a reset of the queue to another offset is pending."""
         key = self.key(group, topic)
+        pending = self.reset_table.get(key, {}).get(queue_id)
+        if pending is not None and pending != offset:
+            log.info(
+                "offset has been previously reset; commit ignored",
+                key=key,
+                queue_id=queue_id,
+                request_offset=offset,
+                reset_offset=pending,
+            )
+            return
         queues = self.offset_table.setdefault(key, {})
         stored = queues.get(queue_id)
         queues[queue_id] = offset
@@ -138,6 +153,34 @@ class ConsumerOffsetManager:
                 request_offset=offset,
                 store_offset=stored,
             )
+
+    def reset_offset(
+        self, group: str, topic: str, queue_id: int, offset: int, *, pending: bool
+    ) -> None:
+        """Set the committed offset as an administrator asked; ``pending`` (the group is
+        online) keeps it until the queue's next pull starts there."""
+        key = self.key(group, topic)
+        self.offset_table.setdefault(key, {})[queue_id] = offset
+        self.pull_offset_table.get(key, {}).pop(queue_id, None)
+        if pending:
+            self.reset_table.setdefault(key, {})[queue_id] = offset
+        else:
+            self.reset_table.get(key, {}).pop(queue_id, None)
+        self.data_version.next_version(self.now_ms())
+
+    def pending_reset(self, group: str, topic: str, queue_id: int, pull_offset: int) -> int | None:
+        """For a pull from ``pull_offset``: the offset it must move to while a reset is
+        pending, else None (a pull from the reset offset ends the pending state)."""
+        key = self.key(group, topic)
+        queues = self.reset_table.get(key)
+        if not queues or queue_id not in queues:
+            return None
+        if queues[queue_id] == pull_offset:
+            del queues[queue_id]
+            if not queues:
+                del self.reset_table[key]
+            return None
+        return queues[queue_id]
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when there is none."""

@@ -65,16 +65,38 @@ class QueueReleased(_message.Message):
     def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ...) -> None: ...
 
 class ChannelEvent(_message.Message):
-    __slots__ = ("opened", "notify_consumer_ids_changed", "queue_released", "get_consumer_running_info")
+    __slots__ = ("opened", "notify_consumer_ids_changed", "queue_released", "get_consumer_running_info", "reset_offset")
     OPENED_FIELD_NUMBER: _ClassVar[int]
     NOTIFY_CONSUMER_IDS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     QUEUE_RELEASED_FIELD_NUMBER: _ClassVar[int]
     GET_CONSUMER_RUNNING_INFO_FIELD_NUMBER: _ClassVar[int]
+    RESET_OFFSET_FIELD_NUMBER: _ClassVar[int]
     opened: ChannelOpened
     notify_consumer_ids_changed: NotifyConsumerIdsChanged
     queue_released: QueueReleased
     get_consumer_running_info: GetConsumerRunningInfo
-    def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ..., get_consumer_running_info: _Optional[_Union[GetConsumerRunningInfo, _Mapping]] = ...) -> None: ...
+    reset_offset: ResetOffsetEvent
+    def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ..., get_consumer_running_info: _Optional[_Union[GetConsumerRunningInfo, _Mapping]] = ..., reset_offset: _Optional[_Union[ResetOffsetEvent, _Mapping]] = ...) -> None: ...
+
+class ResetOffsetEvent(_message.Message):
+    __slots__ = ("topic", "consumer_group", "offsets", "broker_name")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    consumer_group: str
+    offsets: _containers.RepeatedCompositeFieldContainer[QueueOffset]
+    broker_name: str
+    def __init__(self, topic: _Optional[str] = ..., consumer_group: _Optional[str] = ..., offsets: _Optional[_Iterable[_Union[QueueOffset, _Mapping]]] = ..., broker_name: _Optional[str] = ...) -> None: ...
+
+class QueueOffset(_message.Message):
+    __slots__ = ("queue_id", "offset")
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    queue_id: int
+    offset: int
+    def __init__(self, queue_id: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
 
 class GetConsumerRunningInfo(_message.Message):
     __slots__ = ("request_id", "consumer_group")
@@ -736,3 +758,105 @@ class ProducerConnection(_message.Message):
     CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
     connections: _containers.RepeatedCompositeFieldContainer[Connection]
     def __init__(self, connections: _Optional[_Iterable[_Union[Connection, _Mapping]]] = ...) -> None: ...
+
+class SubscriptionGroupConfig(_message.Message):
+    __slots__ = ("group_name", "consume_enable", "consume_from_min_enable", "consume_broadcast_enable", "retry_queue_nums", "retry_max_times", "broker_id", "which_broker_when_consume_slowly", "notify_consumer_ids_changed_enable")
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_ENABLE_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_FROM_MIN_ENABLE_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_BROADCAST_ENABLE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_QUEUE_NUMS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_MAX_TIMES_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    WHICH_BROKER_WHEN_CONSUME_SLOWLY_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_CONSUMER_IDS_CHANGED_ENABLE_FIELD_NUMBER: _ClassVar[int]
+    group_name: str
+    consume_enable: bool
+    consume_from_min_enable: bool
+    consume_broadcast_enable: bool
+    retry_queue_nums: int
+    retry_max_times: int
+    broker_id: int
+    which_broker_when_consume_slowly: int
+    notify_consumer_ids_changed_enable: bool
+    def __init__(self, group_name: _Optional[str] = ..., consume_enable: _Optional[bool] = ..., consume_from_min_enable: _Optional[bool] = ..., consume_broadcast_enable: _Optional[bool] = ..., retry_queue_nums: _Optional[int] = ..., retry_max_times: _Optional[int] = ..., broker_id: _Optional[int] = ..., which_broker_when_consume_slowly: _Optional[int] = ..., notify_consumer_ids_changed_enable: _Optional[bool] = ...) -> None: ...
+
+class UpdateAndCreateSubscriptionGroupResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetAllSubscriptionGroupConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetAllSubscriptionGroupConfigResponse(_message.Message):
+    __slots__ = ("configs",)
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    configs: _containers.RepeatedCompositeFieldContainer[SubscriptionGroupConfig]
+    def __init__(self, configs: _Optional[_Iterable[_Union[SubscriptionGroupConfig, _Mapping]]] = ...) -> None: ...
+
+class DeleteSubscriptionGroupRequest(_message.Message):
+    __slots__ = ("group_name", "remove_offset")
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    group_name: str
+    remove_offset: bool
+    def __init__(self, group_name: _Optional[str] = ..., remove_offset: _Optional[bool] = ...) -> None: ...
+
+class DeleteSubscriptionGroupResponse(_message.Message):
+    __slots__ = ("existed",)
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    existed: bool
+    def __init__(self, existed: _Optional[bool] = ...) -> None: ...
+
+class ResetOffsetRequest(_message.Message):
+    __slots__ = ("topic", "consumer_group", "timestamp", "force")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    consumer_group: str
+    timestamp: int
+    force: bool
+    def __init__(self, topic: _Optional[str] = ..., consumer_group: _Optional[str] = ..., timestamp: _Optional[int] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class ResetOffsetResponse(_message.Message):
+    __slots__ = ("offsets", "clients_told")
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    CLIENTS_TOLD_FIELD_NUMBER: _ClassVar[int]
+    offsets: _containers.RepeatedCompositeFieldContainer[QueueOffset]
+    clients_told: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, offsets: _Optional[_Iterable[_Union[QueueOffset, _Mapping]]] = ..., clients_told: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class QueryMessageRequest(_message.Message):
+    __slots__ = ("topic", "key", "max_num", "begin_timestamp", "end_timestamp")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_NUM_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    END_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+    def __init__(self, topic: _Optional[str] = ..., key: _Optional[str] = ..., max_num: _Optional[int] = ..., begin_timestamp: _Optional[int] = ..., end_timestamp: _Optional[int] = ...) -> None: ...
+
+class QueryMessageResponse(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageExt]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_common_pb2.MessageExt, _Mapping]]] = ...) -> None: ...
+
+class CleanExpiredConsumeQueueRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CleanExpiredConsumeQueueResponse(_message.Message):
+    __slots__ = ("files_removed", "topics_removed")
+    FILES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    files_removed: int
+    topics_removed: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, files_removed: _Optional[int] = ..., topics_removed: _Optional[_Iterable[str]] = ...) -> None: ...

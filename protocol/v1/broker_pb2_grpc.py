@@ -185,6 +185,36 @@ class BrokerStub:
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetProducerConnectionListRequest.SerializeToString,
                 response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ProducerConnection.FromString,
                 _registered_method=True)
+        self.UpdateAndCreateSubscriptionGroup = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/UpdateAndCreateSubscriptionGroup',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.SubscriptionGroupConfig.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateAndCreateSubscriptionGroupResponse.FromString,
+                _registered_method=True)
+        self.GetAllSubscriptionGroupConfig = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/GetAllSubscriptionGroupConfig',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetAllSubscriptionGroupConfigRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetAllSubscriptionGroupConfigResponse.FromString,
+                _registered_method=True)
+        self.DeleteSubscriptionGroup = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/DeleteSubscriptionGroup',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteSubscriptionGroupRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteSubscriptionGroupResponse.FromString,
+                _registered_method=True)
+        self.ResetOffset = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/ResetOffset',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ResetOffsetRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ResetOffsetResponse.FromString,
+                _registered_method=True)
+        self.QueryMessage = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/QueryMessage',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.QueryMessageRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.QueryMessageResponse.FromString,
+                _registered_method=True)
+        self.CleanExpiredConsumeQueue = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/CleanExpiredConsumeQueue',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.CleanExpiredConsumeQueueRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.CleanExpiredConsumeQueueResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -411,6 +441,50 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateAndCreateSubscriptionGroup(self, request, context):
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200): create or replace a consumer group's settings.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetAllSubscriptionGroupConfig(self, request, context):
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): every consumer group's settings on this broker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSubscriptionGroup(self, request, context):
+        """DELETE_SUBSCRIPTIONGROUP (207): forget a group's settings (and, if asked, its offsets).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetOffset(self, request, context):
+        """INVOKE_BROKER_TO_RESET_OFFSET (222): move a group's offsets of a topic to a time; the
+        group's online clients are told through their channels (a reset_offset event, 220).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueryMessage(self, request, context):
+        """QUERY_MESSAGE (12): the messages of a topic with a key, from the store's key index.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CleanExpiredConsumeQueue(self, request, context):
+        """CLEAN_EXPIRED_CONSUMEQUEUE (306): drop consume-queue files whose records the commit log
+        no longer holds, and queues of topics this broker no longer has.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -563,6 +637,36 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.GetProducerConnectionList,
                     request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetProducerConnectionListRequest.FromString,
                     response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ProducerConnection.SerializeToString,
+            ),
+            'UpdateAndCreateSubscriptionGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateAndCreateSubscriptionGroup,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.SubscriptionGroupConfig.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateAndCreateSubscriptionGroupResponse.SerializeToString,
+            ),
+            'GetAllSubscriptionGroupConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAllSubscriptionGroupConfig,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetAllSubscriptionGroupConfigRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetAllSubscriptionGroupConfigResponse.SerializeToString,
+            ),
+            'DeleteSubscriptionGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSubscriptionGroup,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteSubscriptionGroupRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteSubscriptionGroupResponse.SerializeToString,
+            ),
+            'ResetOffset': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetOffset,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ResetOffsetRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ResetOffsetResponse.SerializeToString,
+            ),
+            'QueryMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryMessage,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.QueryMessageRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.QueryMessageResponse.SerializeToString,
+            ),
+            'CleanExpiredConsumeQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.CleanExpiredConsumeQueue,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.CleanExpiredConsumeQueueRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.CleanExpiredConsumeQueueResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1375,6 +1479,168 @@ class Broker:
             '/aiorocketmq.v1.Broker/GetProducerConnectionList',
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetProducerConnectionListRequest.SerializeToString,
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ProducerConnection.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateAndCreateSubscriptionGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/UpdateAndCreateSubscriptionGroup',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.SubscriptionGroupConfig.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.UpdateAndCreateSubscriptionGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAllSubscriptionGroupConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/GetAllSubscriptionGroupConfig',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetAllSubscriptionGroupConfigRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.GetAllSubscriptionGroupConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSubscriptionGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/DeleteSubscriptionGroup',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteSubscriptionGroupRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.DeleteSubscriptionGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetOffset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/ResetOffset',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ResetOffsetRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ResetOffsetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueryMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/QueryMessage',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.QueryMessageRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.QueryMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CleanExpiredConsumeQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/CleanExpiredConsumeQueue',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.CleanExpiredConsumeQueueRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.CleanExpiredConsumeQueueResponse.FromString,
             options,
             channel_credentials,
             insecure,

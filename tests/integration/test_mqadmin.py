@@ -114,6 +114,16 @@ def admin_json(capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, *argv:
     return json.loads(out)
 
 
+def usage_error(capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, *argv: str) -> str:
+    """The one stderr line of a usage error (exit 2)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        mqadmin.main([*argv, "-n", bg.namesrv_addr])
+    assert exited.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    return line
+
+
 def cells(line: str) -> list[str]:
     """The cells of a table line (columns are at least two spaces apart)."""
     return re.split(r"\s{2,}", line.strip())
@@ -789,3 +799,148 @@ def test_broker_status_of_one_broker_and_of_a_cluster(
     assert any(line.split(":")[0].strip() == "msgPutTotalTodayNow" for line in out.splitlines())
     line = one_error_line(*admin(capsys, bg, "brokerStatus", "-c", "NoCluster"))
     assert "NoCluster" in line
+
+
+# -- updateSubGroup, deleteSubGroup, resetOffsetByTime ------------------------------------------
+
+
+def test_sub_group_settings_are_created_changed_obeyed_and_deleted(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "SubGroupTopic", queues=1)
+    send(bg, [(MessageQueue("SubGroupTopic", "broker-a", 0), Message("SubGroupTopic", b"s"))])
+    group = "mqadmin_settings_group"
+    done = admin_json(
+        capsys, bg, "updateSubGroup", "-c", "DefaultCluster", "-g", group, "-q", "2", "-r", "3"
+    )
+    assert sorted(done) == sorted([bg.addr("broker-a"), bg.addr("broker-b")])
+    for config in done.values():
+        assert config["groupName"] == group
+        assert (config["retryQueueNums"], config["retryMaxTimes"]) == (2, 3)
+        assert config["consumeEnable"] is True
+
+    # a second update changes only what it names
+    a = bg.addr("broker-a")
+    changed = admin_json(capsys, bg, "updateSubGroup", "-b", a, "-g", group, "-s", "false")[a]
+    assert (changed["consumeEnable"], changed["retryQueueNums"]) == (False, 2)
+    # and the broker obeys it: the group may not pull there any more
+    line = one_error_line(
+        *admin(capsys, bg, "consumeMessage", "-t", "SubGroupTopic", "-b", "broker-a", "-g", group)
+    )
+    assert "subscription group no permission" in line and group in line
+    admin_json(capsys, bg, "updateSubGroup", "-b", a, "-g", group, "-s", "true")
+    pulled = admin_json(
+        capsys, bg, "consumeMessage", "-t", "SubGroupTopic", "-b", "broker-a", "-g", group
+    )
+    assert [m["body"] for m in pulled["messages"]] == ["s"]
+
+    deleted = admin_json(capsys, bg, "deleteSubGroup", "-c", "DefaultCluster", "-g", group)
+    assert sorted(deleted["deletedFrom"]) == sorted(done)
+    again = admin_json(capsys, bg, "deleteSubGroup", "-b", a, "-g", "mqadmin_never_seen")
+    assert again["deletedFrom"] == []
+
+    line = one_error_line(*admin(capsys, bg, "updateSubGroup", "-b", a, "-g", group, "-q", "0"))
+    assert "retry_queue_nums" in line
+    assert "'maybe'" in usage_error(
+        capsys, bg, "updateSubGroup", "-b", a, "-g", group, "-s", "maybe"
+    )
+
+
+def committed(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, group: str, topic: str
+) -> list[int]:
+    progress = admin_json(capsys, bg, "consumerProgress", "-g", group)["offsetTable"]
+    return [q["consumerOffset"] for q in progress if q["topic"] == topic]
+
+
+@pytest.mark.parametrize("handoff", ["classic", "fenced"])
+def test_reset_offset_by_time_makes_a_running_group_read_again(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster, handoff: str
+) -> None:
+    topic, group = f"ResetTopic_{handoff}", f"mqadmin_reset_group_{handoff}"
+    create_topic(capsys, bg, topic, queues=2)
+    queues = [MessageQueue(topic, b, q) for b in ("broker-a", "broker-b") for q in (0, 1)]
+    consumed: list[bytes] = []
+
+    async def listener(
+        msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus:
+        consumed.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def start() -> PushConsumer:
+        consumer = PushConsumer(
+            group,
+            bg.namesrv_addr,
+            client_config=ClientConfig(persist_consumer_offset_interval_ms=200),
+            handoff=handoff,
+        )
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        return consumer
+
+    consumer = bg.run(start())
+    try:
+        wait_until_sync(
+            lambda: len({mq for mq in consumer.assigned_queues if mq.topic == topic}) == 4,
+            timeout=15,
+            message="the consumer holds the topic's 4 queues",
+        )
+        first = [b"first-%d" % i for i in range(8)]
+        send(bg, [(queues[i % 4], Message(topic, body)) for i, body in enumerate(first)])
+        wait_until_sync(lambda: len(consumed) == 8, timeout=15, message="the first 8")
+        time.sleep(0.05)
+        middle = int(time.time() * 1000)
+        time.sleep(0.05)
+        second = [b"second-%d" % i for i in range(8)]
+        send(bg, [(queues[i % 4], Message(topic, body)) for i, body in enumerate(second)])
+        wait_until_sync(lambda: len(consumed) == 16, timeout=15, message="the second 8")
+        wait_until_sync(
+            lambda: committed(capsys, bg, group, topic) == [4, 4, 4, 4],
+            timeout=10,
+            message="offsets committed at the end",
+        )
+        consumed.clear()
+
+        # not forced: offsets only move back, and "now" is ahead of every offset
+        unforced = admin_json(
+            capsys, bg, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "now", "-f", "false"
+        )
+        assert [q["offset"] for q in unforced["offsetTable"]] == [4, 4, 4, 4]
+
+        reset = admin_json(
+            capsys, bg, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(middle)
+        )
+        assert [(q["brokerName"], q["queueId"], q["offset"]) for q in reset["offsetTable"]] == [
+            ("broker-a", 0, 2), ("broker-a", 1, 2), ("broker-b", 0, 2), ("broker-b", 1, 2),
+        ]  # fmt: skip
+        assert reset["clientsTold"] == [consumer.client_id]
+        wait_until_sync(
+            lambda: sorted(consumed) == sorted(second), timeout=15, message="the second 8 again"
+        )
+        time.sleep(0.5)
+        assert sorted(consumed) == sorted(second)  # from the reset point: nothing older
+
+        # the committed offsets end where the group got to, not where a stale commit was
+        wait_until_sync(
+            lambda: committed(capsys, bg, group, topic) == [4, 4, 4, 4],
+            timeout=10,
+            message="offsets committed at the end again",
+        )
+    finally:
+        bg.run(consumer.shutdown())
+
+    # a group with no one online: the offsets move, nobody is told
+    before = admin_json(capsys, bg, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
+    assert [q["offset"] for q in before["offsetTable"]] == [0, 0, 0, 0]
+    assert before["clientsTold"] == []
+    assert committed(capsys, bg, group, topic) == [0, 0, 0, 0]
+
+    line = one_error_line(
+        *admin(capsys, bg, "resetOffsetByTime", "-g", group, "-t", "NoSuchTopic", "-s", "now")
+    )
+    assert "NoSuchTopic" in line
+    assert "'soon'" in usage_error(
+        capsys, bg, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "soon"
+    )
