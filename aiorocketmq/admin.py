@@ -312,6 +312,52 @@ class AdminClient:
         )
         return message
 
+    async def query_message_by_key(
+        self,
+        topic: str,
+        key: str,
+        *,
+        max_num: int = 32,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+    ) -> list[common_pb2.MessageExt]:
+        """QUERY_MESSAGE on every master of the topic: its messages with ``key`` (among their
+        KEYS, or as their UNIQ_KEY) stored in ``[begin_ms, end_ms]``, newest first."""
+        check_topic(topic)
+        if not key:
+            raise AdminError("a key is required")
+        if end_ms is not None and end_ms < begin_ms:
+            raise AdminError("the end time must not be before the begin time")
+        route = await self.topic_route(topic)
+        found: list[common_pb2.MessageExt] = []
+        for broker_name in sorted({bd.broker_name for bd in route.broker_datas}):
+            addr = self._route_master(route, broker_name, topic)
+            response: broker_pb2.QueryMessageResponse = await self.broker_call(
+                addr,
+                "QueryMessage",
+                broker_pb2.QueryMessageRequest(
+                    topic=topic,
+                    key=key,
+                    max_num=max_num,
+                    begin_timestamp=begin_ms,
+                    end_timestamp=end_ms or 0,
+                ),
+            )
+            found.extend(response.messages)
+        found.sort(key=lambda m: m.store_timestamp, reverse=True)
+        return found[:max_num]
+
+    async def clean_expired_cq(
+        self, *, broker_addr: str | None = None, cluster: str | None = None
+    ) -> dict[str, broker_pb2.CleanExpiredConsumeQueueResponse]:
+        """CLEAN_EXPIRED_CONSUMEQUEUE on one broker or every master (of a cluster)."""
+        done = {}
+        for addr in await self.target_brokers(broker_addr, cluster):
+            done[addr] = await self.broker_call(
+                addr, "CleanExpiredConsumeQueue", broker_pb2.CleanExpiredConsumeQueueRequest()
+            )
+        return done
+
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP: the queue's first offset stored at or after the time."""
         route = await self.topic_route(mq.topic)

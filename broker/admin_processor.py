@@ -16,6 +16,10 @@ from aiorocketmq.protocol.validators import SYSTEM_TOPICS, check_topic
 
 __all__ = ["AdminProcessor"]
 
+# RocketMQ's defaultQueryMaxNum and maxMsgsNumBatch.
+DEFAULT_QUERY_MAX_NUM = 32
+MAX_MSGS_NUM_BATCH = 64
+
 
 class AdminProcessor:
     """Topic administration (a change re-registers with the name servers through the manager)."""
@@ -84,6 +88,40 @@ class AdminProcessor:
                 f"{self.config.broker_name} (never stored there, or aged out)"
             )
         return message.to_proto()
+
+    async def query_message(
+        self, request: broker_pb2.QueryMessageRequest
+    ) -> broker_pb2.QueryMessageResponse:
+        """QUERY_MESSAGE: the topic's messages with the key (KEYS or UNIQ_KEY), newest first."""
+        check_topic(request.topic)
+        if not request.key:
+            raise InvalidArgument("key is required")
+        if request.max_num < 0 or request.begin_timestamp < 0 or request.end_timestamp < 0:
+            raise InvalidArgument("max_num and the timestamps must be >= 0")
+        end = request.end_timestamp or None
+        if end is not None and end < request.begin_timestamp:
+            raise InvalidArgument(
+                f"end_timestamp {request.end_timestamp} is before begin_timestamp "
+                f"{request.begin_timestamp}"
+            )
+        max_num = min(request.max_num or DEFAULT_QUERY_MAX_NUM, MAX_MSGS_NUM_BATCH)
+        found = await self.store.query_messages_by_key(
+            request.topic, request.key, max_num, request.begin_timestamp, end
+        )
+        response = broker_pb2.QueryMessageResponse()
+        for message in found:
+            message.broker_name = self.config.broker_name
+            response.messages.append(message.to_proto())
+        return response
+
+    async def clean_expired_consume_queue(self) -> broker_pb2.CleanExpiredConsumeQueueResponse:
+        """CLEAN_EXPIRED_CONSUMEQUEUE: expired segments, and queues of topics gone from here."""
+        files, topics = await self.store.clean_expired_consume_queues(
+            set(self.topics.topic_config_table) | set(SYSTEM_TOPICS)
+        )
+        return broker_pb2.CleanExpiredConsumeQueueResponse(
+            files_removed=files, topics_removed=topics
+        )
 
     def get_all_topic_config(self) -> broker_pb2.GetAllTopicConfigResponse:
         return broker_pb2.GetAllTopicConfigResponse(

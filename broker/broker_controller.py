@@ -244,8 +244,9 @@ class BrokerController:
         """A gRPC request served (``protocol.rpc.guard`` calls it): the latency histogram."""
         if self.metrics is not None:
             code = RPC_REQUEST_CODES.get(f"Broker.{rpc}")
-            self.metrics.observe_rpc("grpc", rpc if code is None else int(code), response_code,
-                                     seconds)
+            self.metrics.observe_rpc(
+                "grpc", rpc if code is None else int(code), response_code, seconds
+            )
 
     def _observe_remoting(self, request_code: int, response_code: int, seconds: float) -> None:
         if self.metrics is not None:

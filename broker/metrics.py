@@ -48,25 +48,33 @@ def collect_broker(broker: BrokerController, out: MetricFamilies) -> None:
     """Every metric family of ``broker`` as it stands now."""
     send, pull, client = broker.send, broker.pull, broker.client
     out.counter(
-        "rocketmq_messages_in", "Messages stored, per topic",
+        "rocketmq_messages_in",
+        "Messages stored, per topic",
         (({"topic": t}, c[0]) for t, c in sorted(send.stats.items())),
     )
     out.counter(
-        "rocketmq_throughput_in", "Bytes of the send bodies stored, per topic",
+        "rocketmq_throughput_in",
+        "Bytes of the send bodies stored, per topic",
         (({"topic": t}, c[1]) for t, c in sorted(send.stats.items())),
     )
     out.counter(
-        "rocketmq_messages_out", "Messages answered to pulls, per topic and consumer group",
+        "rocketmq_messages_out",
+        "Messages answered to pulls, per topic and consumer group",
         (({"consumer_group": g, "topic": t}, c[0]) for (t, g), c in sorted(pull.stats.items())),
     )
     out.counter(
-        "rocketmq_throughput_out", "Record bytes answered to pulls, per topic and consumer group",
+        "rocketmq_throughput_out",
+        "Record bytes answered to pulls, per topic and consumer group",
         (({"consumer_group": g, "topic": t}, c[1]) for (t, g), c in sorted(pull.stats.items())),
     )
     groups = client.consumer_manager.consumer_table
     out.gauge(
-        "rocketmq_consumer_connections", "Live channels of a consumer group",
-        (({"consumer_group": g}, len(info.channel_info_table)) for g, info in sorted(groups.items())),
+        "rocketmq_consumer_connections",
+        "Live channels of a consumer group",
+        (
+            ({"consumer_group": g}, len(info.channel_info_table))
+            for g, info in sorted(groups.items())
+        ),
     )
     lag = []
     for key, queues in sorted(client.offsets.offset_table.items()):
@@ -76,27 +84,44 @@ def collect_broker(broker: BrokerController, out: MetricFamilies) -> None:
         )
         lag.append(({"consumer_group": group, "topic": topic}, behind))
     out.gauge("rocketmq_consumer_lag_messages", "Messages not yet committed by a group", lag)
-    out.gauge("rocketmq_topic_number", "Topics on this broker",
-              [({}, len(broker.topics.topic_config_table))])
-    out.gauge("rocketmq_consumer_group_number", "Consumer groups with a live member",
-              [({}, len(groups))])
+    out.gauge(
+        "rocketmq_topic_number",
+        "Topics on this broker",
+        [({}, len(broker.topics.topic_config_table))],
+    )
+    out.gauge(
+        "rocketmq_consumer_group_number", "Consumer groups with a live member", [({}, len(groups))]
+    )
     languages = Counter(c.language for c in client.channels.values())
     out.gauge(
-        "aiorocketmq_channels_open", "Open client channels (gRPC streams and TCP connections)",
+        "aiorocketmq_channels_open",
+        "Open client channels (gRPC streams and TCP connections)",
         (({"language": lang}, n) for lang, n in sorted(languages.items())),
     )
     out.counter(
-        "aiorocketmq_group_changes", "Membership changes of a consumer group (each a rebalance)",
+        "aiorocketmq_group_changes",
+        "Membership changes of a consumer group (each a rebalance)",
         (({"consumer_group": g}, n) for g, n in sorted(broker.group_changes.changes.items())),
     )
-    out.counter("aiorocketmq_notifications_sent", "NOTIFY_CONSUMER_IDS_CHANGED offered to channels",
-                [({}, client.listener.notifications_sent)])
-    out.counter("aiorocketmq_notifications_dropped",
-                "Notifications dropped (outbox full or channel closed)",
-                [({}, client.listener.notifications_dropped)])
+    out.counter(
+        "aiorocketmq_notifications_sent",
+        "NOTIFY_CONSUMER_IDS_CHANGED offered to channels",
+        [({}, client.listener.notifications_sent)],
+    )
+    out.counter(
+        "aiorocketmq_notifications_dropped",
+        "Notifications dropped (outbox full or channel closed)",
+        [({}, client.listener.notifications_dropped)],
+    )
     held = sum(len(queues) for queues in client.grants.grant_table.values())
     out.gauge("aiorocketmq_fenced_grants_held", "Queues granted now (fenced handoff)", [({}, held)])
-    out.counter("aiorocketmq_fenced_grants_given", "Queues granted (fenced handoff)",
-                [({}, client.grants_given)])
-    out.counter("aiorocketmq_fenced_denials", "Acquisitions denied: the queue had a holder",
-                [({}, client.grants_denied)])
+    out.counter(
+        "aiorocketmq_fenced_grants_given",
+        "Queues granted (fenced handoff)",
+        [({}, client.grants_given)],
+    )
+    out.counter(
+        "aiorocketmq_fenced_denials",
+        "Acquisitions denied: the queue had a holder",
+        [({}, client.grants_denied)],
+    )

@@ -142,9 +142,7 @@ class BrokerRemoting:
         async for event in channel.events():
             if event.HasField("notify_consumer_ids_changed"):
                 group = event.notify_consumer_ids_changed.consumer_group
-                conn.push_oneway(
-                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}
-                )
+                conn.push_oneway(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group})
 
     def on_close(self, conn: RemotingConnection) -> None:
         """The socket closed: the channel-close path, as when a gRPC channel stream ends."""
@@ -201,7 +199,9 @@ class BrokerRemoting:
         client_id, group, only_this_broker, queues = parse_lock_body(cmd.body)
         answer = self.b.client.lock_batch_mq(
             broker_pb2.LockBatchRequest(
-                consumer_group=group, client_id=client_id, only_this_broker=only_this_broker,
+                consumer_group=group,
+                client_id=client_id,
+                only_this_broker=only_this_broker,
                 mq_set=queues,
             )
         )
@@ -213,7 +213,9 @@ class BrokerRemoting:
         client_id, group, only_this_broker, queues = parse_lock_body(cmd.body)
         self.b.client.unlock_batch_mq(
             broker_pb2.UnlockBatchRequest(
-                consumer_group=group, client_id=client_id, only_this_broker=only_this_broker,
+                consumer_group=group,
+                client_id=client_id,
+                only_this_broker=only_this_broker,
                 mq_set=queues,
             )
         )
@@ -392,7 +394,8 @@ class BrokerRemoting:
     ) -> RemotingCommand:
         offset = self.b.offset.search_offset(
             broker_pb2.SearchOffsetRequest(
-                topic=f.string("topic"), queue_id=f.integer("queueId"),
+                topic=f.string("topic"),
+                queue_id=f.integer("queueId"),
                 timestamp=f.integer("timestamp"),
             )
         ).offset

@@ -133,9 +133,7 @@ class SendMessageProcessor:
                 refuse_delayed=True,
             )
         except DelayLevelRefused:
-            messages = (
-                decode_batch(body, topic) if body else [Message.from_proto(m) for m in wire]
-            )
+            messages = decode_batch(body, topic) if body else [Message.from_proto(m) for m in wire]
             self.store.validate_messages(topic, messages, born_host=born_host, check_topics=True)
             self._check_delay_levels(messages)
             results = await self._send_delayed(

@@ -256,6 +256,18 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         return self.b.client.reset_offset(request)
 
     @guard
+    async def QueryMessage(
+        self, request: broker_pb2.QueryMessageRequest, context: Ctx
+    ) -> broker_pb2.QueryMessageResponse:
+        return await self.b.admin.query_message(request)
+
+    @guard
+    async def CleanExpiredConsumeQueue(
+        self, request: broker_pb2.CleanExpiredConsumeQueueRequest, context: Ctx
+    ) -> broker_pb2.CleanExpiredConsumeQueueResponse:
+        return await self.b.admin.clean_expired_consume_queue()
+
+    @guard
     async def UpdateBrokerConfig(
         self, request: broker_pb2.UpdateBrokerConfigRequest, context: Ctx
     ) -> broker_pb2.UpdateBrokerConfigResponse:

@@ -9,10 +9,10 @@ without ``--json`` it prints tables. A failure prints one line on stderr and exi
 
 Subcommands: ``clusterList``, ``topicList``, ``topicRoute`` (name server), ``updateTopic``,
 ``deleteTopic``, ``topicStatus``, ``sendMessage``, ``consumeMessage``, ``queryMsgById``,
-``queryMsgByOffset``, ``printMsg`` (topics and messages, on the brokers),
+``queryMsgByKey``, ``queryMsgByOffset``, ``printMsg`` (topics and messages, on the brokers),
 ``consumerConnection``, ``producerConnection``, ``consumerProgress``, ``consumerStatus``
 (groups, on the brokers), ``updateSubGroup``, ``deleteSubGroup``, ``resetOffsetByTime``,
-``getBrokerConfig``, ``updateBrokerConfig``, ``brokerStatus``.
+``getBrokerConfig``, ``updateBrokerConfig``, ``brokerStatus``, ``cleanExpiredCQ``.
 Broker addresses come from the name server: a topic's route, or the masters of the cluster
 info.
 """
@@ -681,6 +681,52 @@ async def query_msg_by_offset(args: argparse.Namespace, ctx: AdminContext) -> in
     return 0
 
 
+def _query_msg_by_key_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True, help="topic name")
+    parser.add_argument("-k", "--msgKey", dest="key", required=True, help="a key (or UNIQ_KEY)")
+    parser.add_argument(
+        "-b",
+        "--beginTimestamp",
+        dest="begin",
+        type=timestamp_ms_type,
+        default=0,
+        help="stored from this time: ms, yyyy-MM-dd#HH:mm:ss:SSS or now (default 0)",
+    )
+    parser.add_argument(
+        "-e",
+        "--endTimestamp",
+        dest="end",
+        type=timestamp_ms_type,
+        help="stored until this time, same forms (default: no end)",
+    )
+    parser.add_argument(
+        "-c", "--maxNum", dest="max_num", type=int, default=32,
+        help="messages at most (default %(default)s; a broker answers 64 at most)",
+    )  # fmt: skip
+
+
+@sub_command(
+    "queryMsgByKey",
+    "Find a topic's messages by key, through each broker's key index.",
+    _query_msg_by_key_arguments,
+)
+async def query_msg_by_key(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """QUERY_MESSAGE on every master of the topic."""
+    found = await ctx.admin.query_message_by_key(
+        args.topic, args.key, max_num=args.max_num, begin_ms=args.begin, end_ms=args.end
+    )
+    if ctx.as_json:
+        ctx.emit_json(
+            {"topic": args.topic, "key": args.key, "messages": [message_to_json(m) for m in found]}
+        )
+        return 0
+    ctx.emit_table(
+        ["Message ID", "Broker Name", "QID", "Offset"],
+        [(m.msg_id, m.broker_name, m.queue_id, m.queue_offset) for m in found],
+    )
+    return 0
+
+
 def _print_msg_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-t", "--topic", required=True, help="topic name")
     parser.add_argument(
@@ -1231,6 +1277,39 @@ async def broker_status(args: argparse.Namespace, ctx: AdminContext) -> int:
         for key, value in table.items():
             prefix = f"{addr:<24s}" if len(found) > 1 else ""
             ctx.out.write(f"{prefix}{key:<40s}: {value}\n")
+    return 0
+
+
+def _clean_expired_cq_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("-b", "--brokerAddr", dest="broker_addr", help="this broker")
+    target.add_argument(
+        "-c", "--cluster", dest="cluster_name", help="every master of this cluster (default: all)"
+    )
+
+
+@sub_command(
+    "cleanExpiredCQ",
+    "Delete consume-queue files the commit log outlived, and queues of deleted topics.",
+    _clean_expired_cq_arguments,
+)
+async def clean_expired_cq(args: argparse.Namespace, ctx: AdminContext) -> int:
+    """CLEAN_EXPIRED_CONSUMEQUEUE on each target broker."""
+    done = await ctx.admin.clean_expired_cq(broker_addr=args.broker_addr, cluster=args.cluster_name)
+    if ctx.as_json:
+        ctx.emit_json(
+            {
+                addr: {"filesRemoved": r.files_removed, "topicsRemoved": list(r.topics_removed)}
+                for addr, r in done.items()
+            }
+        )
+        return 0
+    for addr, r in done.items():
+        removed = ", ".join(r.topics_removed) or "none"
+        ctx.out.write(
+            f"{addr}: {r.files_removed} expired file(s) removed; queues of deleted topics: "
+            f"{removed}\n"
+        )
     return 0
 
 

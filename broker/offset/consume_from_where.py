@@ -32,7 +32,9 @@ from __future__ import annotations
 __all__ = ["query_offset_answer"]
 
 
-def query_offset_answer(stored: int, set_zero_if_not_found: bool, min_offset_in_queue: int) -> int | None:
+def query_offset_answer(
+    stored: int, set_zero_if_not_found: bool, min_offset_in_queue: int
+) -> int | None:
     """The offset to reply with, or None for QUERY_NOT_FOUND (22)."""
     if stored >= 0:
         return stored

@@ -108,6 +108,7 @@ class DispatchRequest:
     tags_code: int
     store_timestamp: int
     consume_queue_offset: int
+    properties: str = ""
 
 
 def _check_record(
@@ -124,8 +125,25 @@ def _check_record(
     header = _HEADERS[sysflag & HOST_FLAGS]
     if pos + header.size > end:
         return None
-    (_, magic, body_crc, queue_id, _, queue_offset, physical_offset, _, _, _, _,
-     store_timestamp, _, _, _, _, body_length) = header.unpack_from(buf, pos)
+    (
+        _,
+        magic,
+        body_crc,
+        queue_id,
+        _,
+        queue_offset,
+        physical_offset,
+        _,
+        _,
+        _,
+        _,
+        store_timestamp,
+        _,
+        _,
+        _,
+        _,
+        body_length,
+    ) = header.unpack_from(buf, pos)
     if (
         magic != MESSAGE_MAGIC_CODE
         or physical_offset != expected_offset
@@ -161,6 +179,7 @@ def _check_record(
         tags_code=tags_string_to_tags_code(tags),
         store_timestamp=store_timestamp,
         consume_queue_offset=queue_offset,
+        properties=properties,
     )
 
 
@@ -240,17 +259,46 @@ class CommitLog:
             index += 1
             pos = 0
 
+    def scan(self, offset: int, dispatch: Callable[[DispatchRequest], None], max_bytes: int) -> int:
+        """Dispatch the valid records from ``offset`` (a record boundary) on, about
+        ``max_bytes`` of them at most, without changing anything; where it stopped."""
+        offset = max(offset, self.min_offset)
+        stop = min(self.max_offset, offset + max_bytes)
+        while offset < stop:
+            seg = self._segment_for(offset)
+            if seg is None:
+                break
+            if offset >= seg.start + seg.wrote:
+                if not seg.full:
+                    break
+                offset = seg.start + seg.capacity
+                continue
+            end, blank = self._scan_segment(seg, offset - seg.start, dispatch, stop - seg.start)
+            if blank is not None:
+                offset = seg.start + seg.capacity
+            elif seg.start + end == offset:
+                break  # an invalid record (a torn tail being cut): nothing more here
+            else:
+                offset = seg.start + end
+        return offset
+
     def _scan_segment(
-        self, seg: _Segment, pos: int, dispatch: Callable[[DispatchRequest], None]
+        self,
+        seg: _Segment,
+        pos: int,
+        dispatch: Callable[[DispatchRequest], None],
+        stop: int | None = None,
     ) -> tuple[int, int | None]:
-        """(where valid data ends, the blank's size if a blank marker ends it)."""
+        """(where valid data ends, the blank's size if a blank marker ends it); with ``stop``,
+        no record is started at or after that position."""
         size = seg.wrote
         if size == 0 or pos >= size:
             return min(pos, size), None
+        stop = size if stop is None else min(stop, size)
         with mmap.mmap(seg.fd, size, access=mmap.ACCESS_READ) as mm:
             view = memoryview(mm)
             try:
-                while pos + END_FILE_MIN_BLANK_LENGTH <= size:
+                while pos + END_FILE_MIN_BLANK_LENGTH <= size and pos < stop:
                     total, magic = _SIZE_MAGIC.unpack_from(view, pos)
                     if magic == BLANK_MAGIC_CODE:
                         if total < END_FILE_MIN_BLANK_LENGTH:
@@ -572,9 +620,7 @@ class CommitLog:
     # ---- flushing and retention ----------------------------------------------------------
     def fds_to_flush(self, flushed: int, target: int) -> list[int]:
         """File descriptors holding bytes in ``[flushed, target)``, plus the directory's."""
-        fds = [
-            s.fd for s in self._segments if s.start + s.wrote > flushed and s.start < target
-        ]
+        fds = [s.fd for s in self._segments if s.start + s.wrote > flushed and s.start < target]
         if self.dir_dirty and self._dir_fd is not None:
             fds.append(self._dir_fd)
             self.dir_dirty = False

@@ -124,7 +124,8 @@ class ConsumeQueue:
     def load(self) -> None:
         """Open the segment files; cut a torn (partial) last entry."""
         names = sorted(
-            n for n in os.listdir(self.directory)
+            n
+            for n in os.listdir(self.directory)
             if len(n) == 20 and n.isdigit() and int(n) % CQ_STORE_UNIT_SIZE == 0
         )
         for name in names:
@@ -269,9 +270,7 @@ class ConsumeQueue:
             self.truncate(keep)
         return before - self.max_offset
 
-    def _last_entry_where(
-        self, keep: Callable[[int, int], bool]
-    ) -> tuple[int, int, int] | None:
+    def _last_entry_where(self, keep: Callable[[int, int], bool]) -> tuple[int, int, int] | None:
         """``(queue offset, commit log offset, size)`` of the last entry that ``keep`` accepts.
 
         Walks back from the tail; in practice it stops at the first entry it reads.
@@ -331,8 +330,10 @@ class ConsumeQueue:
                     found = store_time(unit[0])
                     if found is not None:
                         break
-                probe = probe + 1 if unit is not None or self._segment_for(probe) else (
-                    self.roll_next_file(probe)
+                probe = (
+                    probe + 1
+                    if unit is not None or self._segment_for(probe)
+                    else (self.roll_next_file(probe))
                 )
             if found is None or found >= timestamp:
                 hi = mid

@@ -80,6 +80,7 @@ from aiorocketmq.broker.store.commit_log import (
 from aiorocketmq.broker.store.config import MessageStoreConfig
 from aiorocketmq.broker.store.consume_queue import CQ_UNIT, ConsumeQueue, select_units
 from aiorocketmq.broker.store.files import fsync_all, fsync_dirs
+from aiorocketmq.broker.store.index import IndexService
 from aiorocketmq.broker.store.message_id import parse_host
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.batch import build_records, decode_batch, property_code
@@ -95,6 +96,7 @@ from aiorocketmq.protocol.record import (
     MESSAGE_MAGIC_CODE,
     RecordBatchEncoder,
     create_message_ids,
+    find_property,
     record_tags,
 )
 from aiorocketmq.protocol.tags import SubscriptionExpression
@@ -292,6 +294,15 @@ class MessageStore:
             config.store_path_commit_log, config.mapped_file_size_commit_log
         )
         self._consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self._index: IndexService | None = (
+            IndexService(config.store_path_index, config.max_hash_slot_num, config.max_index_num)
+            if config.message_index_enable
+            else None
+        )
+        # Held while the index builder reads the commit log in a thread (segments are not
+        # deleted under it).
+        self._index_lock = asyncio.Lock()
+        self._index_wakeup = asyncio.Event()
         self._put_lock = asyncio.Lock()
         # Held while fsyncing or deleting files, so no descriptor is closed under a thread.
         self._commit_log_lock = asyncio.Lock()
@@ -346,6 +357,9 @@ class MessageStore:
             self._spawn(self._flush_commit_log_loop(), "store-flush-commit-log")
         self._spawn(self._flush_consume_queue_loop(), "store-flush-consume-queue")
         self._spawn(self._clean_loop(), "store-clean-expired")
+        if self._index is not None:
+            self._spawn(self._index_loop(), "store-build-index")
+            self._index_wakeup.set()  # records the index lacks (it is new, or was behind)
         log.info(
             "message store started",
             root=self.config.store_path_root_dir,
@@ -398,6 +412,8 @@ class MessageStore:
             for cq in queues.values():
                 cq.close()
         self._commit_log.close()
+        if self._index is not None:
+            self._index.close()
 
     async def _run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn`` in a thread; if we are cancelled, the thread still finishes (tracked)."""
@@ -418,6 +434,8 @@ class MessageStore:
     # ---- recovery (blocking, in a thread, before any task runs) --------------------------
     def _load_and_recover(self) -> None:
         os.makedirs(self.config.store_path_consume_queue, exist_ok=True)
+        if self._index is not None:
+            self._index.load()
         checkpoint = _read_checkpoint(self.config.store_checkpoint)
         self._commit_log.load()
         self._load_consume_queues()
@@ -442,9 +460,7 @@ class MessageStore:
                     self._dirty_queues.add(cq)
                 cq.correct_min_offset(min_offset)
         if rebuilt[0] or cut:
-            log.warning(
-                "consume queues recovered", rebuilt_entries=rebuilt[0], cut_entries=cut
-            )
+            log.warning("consume queues recovered", rebuilt_entries=rebuilt[0], cut_entries=cut)
         fsync_all(self._commit_log.fds_to_flush(min(window, logics_offset), end))
         self._flushed_where = end
         fds, dirs = self._take_dirty_queues()
@@ -628,8 +644,7 @@ class MessageStore:
             )
         if check_topics and message.topic and message.topic != topic:
             raise MessageIllegal(
-                f"messages[{index}].topic is {message.topic!r} but the batch is for topic "
-                f"{topic!r}"
+                f"messages[{index}].topic is {message.topic!r} but the batch is for topic {topic!r}"
             )
 
     def _encode_properties(
@@ -760,8 +775,14 @@ class MessageStore:
                 if batch_body is not None:
                     # A producer's batch body: its records built in one pass (in C when built).
                     built = build_records(
-                        batch_body, queue_id, queue_offset, position, encoder.middle,
-                        encoder.topic_part, self.config.max_message_size, property_code,
+                        batch_body,
+                        queue_id,
+                        queue_offset,
+                        position,
+                        encoder.middle,
+                        encoder.topic_part,
+                        self.config.max_message_size,
+                        property_code,
                         self._property_codes,
                     )
                     if built is None or built[0] > limit:
@@ -770,7 +791,12 @@ class MessageStore:
                         built, plain = None, decode_batch(batch_body, topic)
                 if built is None:
                     built = self._build_records(
-                        encoder, topic, plain, queue_offset, position, check_topics,
+                        encoder,
+                        topic,
+                        plain,
+                        queue_offset,
+                        position,
+                        check_topics,
                         refuse_delayed,
                     )
                 if built[0] <= limit:  # the usual case: the batch fits the current segment
@@ -867,8 +893,15 @@ class MessageStore:
             size = head_size + body_length + len(tail)
             add(
                 pack(
-                    size, magic, crc32(body) & 0x7FFFFFFF, queue_id, message.flag, queue_offset,
-                    position, middle, body_length,
+                    size,
+                    magic,
+                    crc32(body) & 0x7FFFFFFF,
+                    queue_id,
+                    message.flag,
+                    queue_offset,
+                    position,
+                    middle,
+                    body_length,
                 )
             )
             add(body)
@@ -885,6 +918,7 @@ class MessageStore:
     def _notify_arrival(
         self, topic: str, queue_id: int, max_offset: int, tags_codes: Iterable[int]
     ) -> None:
+        self._index_wakeup.set()
         if not self._listeners:
             return
         for tags_code in dict.fromkeys(tags_codes):
@@ -987,6 +1021,87 @@ class MessageStore:
             except OSError as e:
                 log.error("consume queue fsync failed", error=str(e))
 
+    # ---- the key index (queryMsgByKey) ----------------------------------------------------
+    async def _index_loop(self) -> None:
+        """Index new records off the put path (RocketMQ's dispatcher does it too): woken by
+        puts, at most every 100 ms, one bounded step at a time in a thread."""
+        while True:
+            await self._index_wakeup.wait()
+            await asyncio.sleep(0.1)
+            self._index_wakeup.clear()
+            try:
+                while await self._build_index_step():
+                    pass
+            except Exception:
+                log.exception("building the key index failed")
+                await asyncio.sleep(1.0)
+
+    async def _build_index_step(self) -> bool:
+        """Index up to 4 MiB of new records; whether more remain."""
+        index = self._index
+        if index is None:
+            return False
+        async with self._index_lock:
+            target = self._commit_log.max_offset
+            if index.end_phy_offset >= target:
+                return False
+            reached = await self._run_blocking(self._index_records, index, target)
+        return reached < target
+
+    def _index_records(self, index: IndexService, target: int) -> int:
+        """Blocking: index the records from where the index ends, up to ``target``."""
+
+        def dispatch(request: DispatchRequest) -> None:
+            keys = find_property(request.properties, MessageConst.PROPERTY_KEYS) or ""
+            uniq = find_property(
+                request.properties, MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+            )
+            names = {k for k in keys.split(" ") if k}
+            if uniq:
+                names.add(uniq)
+            end = request.commit_log_offset + request.msg_size
+            index.put(
+                [f"{request.topic}#{k}" for k in sorted(names)],
+                request.commit_log_offset,
+                request.store_timestamp,
+                end,
+            )
+
+        start = max(index.end_phy_offset, self._commit_log.min_offset)
+        return self._commit_log.scan(start, dispatch, min(target - start, 4 * 1024 * 1024))
+
+    async def query_messages_by_key(
+        self, topic: str, key: str, max_num: int, begin_ms: int = 0, end_ms: int | None = None
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` with ``key`` among their KEYS (or as their UNIQ_KEY), stored
+        in ``[begin_ms, end_ms]``, newest first, at most ``max_num``. Catches the index up
+        first, so a message stored before the call is found."""
+        self._check_running()
+        if self._index is None:
+            raise ServiceNotAvailable(
+                "the key index is off on this broker (message_index_enable = false)"
+            )
+        while await self._build_index_step():
+            pass
+        end_ms = end_ms if end_ms is not None else 2**62
+        found: list[MessageExt] = []
+        seen: set[int] = set()
+        candidates = self._index.lookup(f"{topic}#{key}", max_num * 4, begin_ms, end_ms)
+        for phy in candidates:
+            if phy in seen or len(found) >= max_num:
+                continue
+            seen.add(phy)
+            message = (
+                self.look_message_by_offset(phy) if phy >= self._commit_log.min_offset else None
+            )
+            if message is None or message.topic != topic:
+                continue
+            keys = (message.keys or "").split(" ")
+            uniq = message.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            if (key in keys or key == uniq) and begin_ms <= message.store_timestamp <= end_ms:
+                found.append(message)
+        return found
+
     # ---- retention ------------------------------------------------------------------------
     async def _clean_loop(self) -> None:
         while True:
@@ -1000,9 +1115,13 @@ class MessageStore:
         """One retention pass (see the module notes); how many commit-log segments went."""
         self._check_running()
         reserved_ms = self.config.file_reserved_time_hours * 3_600_000
-        async with self._commit_log_lock:
+        async with self._index_lock, self._commit_log_lock:
             deleted = self._commit_log.delete_expired(self._clock(), reserved_ms)
         min_offset = self._commit_log.min_offset
+        if self._index is not None:
+            async with self._index_lock:
+                for path in self._index.delete_before(min_offset):
+                    log.info("expired index file deleted", path=path)
         if deleted:
             log.info(
                 "expired commit log segments deleted",
@@ -1016,6 +1135,24 @@ class MessageStore:
                         cq.delete_expired(min_offset)
             self._last_physical_min_offset = min_offset
         return len(deleted)
+
+    async def clean_expired_consume_queues(self, keep_topics: set[str]) -> tuple[int, list[str]]:
+        """CLEAN_EXPIRED_CONSUMEQUEUE: delete consume-queue segments whose entries all point
+        before the commit log's start, and the queues of topics not in ``keep_topics``; (how
+        many segments went, the topics whose queues went)."""
+        self._check_running()
+        min_offset = self._commit_log.min_offset
+        segments = 0
+        async with self._consume_queue_lock:
+            for queues in self._consume_queue_table.values():
+                for cq in queues.values():
+                    segments += cq.delete_expired(min_offset)
+        gone = [t for t in self.topics() if t not in keep_topics]
+        for topic in gone:
+            await self.delete_topic_queues(topic)
+        if segments or gone:
+            log.info("expired consume queues cleaned", segments=segments, topics=gone)
+        return segments, gone
 
     # ---- read -----------------------------------------------------------------------------
     def get_messages(

@@ -192,6 +192,11 @@ async def test_apache_producer_to_our_consumer(cluster: LocalCluster, tmp_path: 
     assert {r["msg_id"] for r in results[:20]} == {
         got[f"apache-{i}"].properties["UNIQ_KEY"] for i in range(20)
     }
+    # and the key index finds a message by it (queryMsgByKey takes a UNIQ_KEY too), or by key
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        [by_id] = await admin.query_message_by_key(TOPIC, results[7]["msg_id"])
+        [by_key] = await admin.query_message_by_key(TOPIC, "k7")
+    assert by_id.body == by_key.body == b"apache-7"
 
 
 async def test_our_producer_to_apache_push_consumer(cluster: LocalCluster, tmp_path: Path) -> None:

@@ -944,3 +944,63 @@ def test_reset_offset_by_time_makes_a_running_group_read_again(
     assert "'soon'" in usage_error(
         capsys, bg, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "soon"
     )
+
+
+# -- queryMsgByKey, cleanExpiredCQ --------------------------------------------------------------
+
+
+def test_query_msg_by_key_finds_one_message_among_many(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "KeyTopic", queues=2)
+    queues = [MessageQueue("KeyTopic", b, q) for b in ("broker-a", "broker-b") for q in (0, 1)]
+    send(
+        bg,
+        [
+            (queues[i % 4], Message("KeyTopic", b"order %d" % i, keys=f"order-{i} shop-{i % 5}"))
+            for i in range(400)
+        ],
+    )
+    found = admin_json(capsys, bg, "queryMsgByKey", "-t", "KeyTopic", "-k", "order-271")
+    [message] = found["messages"]
+    assert (message["body"], message["keys"]) == ("order 271", "order-271 shop-1")
+    assert (message["brokerName"], message["queueId"]) == ("broker-b", 1)  # 271 % 4 == 3
+
+    shop = admin_json(capsys, bg, "queryMsgByKey", "-t", "KeyTopic", "-k", "shop-2", "-c", "64")
+    assert len(shop["messages"]) == 64  # 80 match; the cap is the broker's, per broker
+    assert all(m["keys"].endswith("shop-2") for m in shop["messages"])
+    stamps = [m["storeTimestamp"] for m in shop["messages"]]
+    assert stamps == sorted(stamps, reverse=True)
+
+    assert admin_json(capsys, bg, "queryMsgByKey", "-t", "KeyTopic", "-k", "nope")["messages"] == []
+    later = admin_json(
+        capsys, bg, "queryMsgByKey", "-t", "KeyTopic", "-k", "order-271", "-b", "now"
+    )
+    assert later["messages"] == []
+    code, out, err = admin(capsys, bg, "queryMsgByKey", "-t", "KeyTopic", "-k", "order-3")
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert cells(header) == ["#Message ID", "#Broker Name", "#QID", "#Offset"]
+    assert cells(row)[1:] == ["broker-b", "1", "0"]
+    line = one_error_line(*admin(capsys, bg, "queryMsgByKey", "-t", "NoSuchTopic", "-k", "x"))
+    assert "NoSuchTopic" in line
+
+
+def test_clean_expired_cq_removes_the_queues_of_a_topic_the_broker_lost(
+    capsys: pytest.CaptureFixture[str], bg: BackgroundCluster
+) -> None:
+    create_topic(capsys, bg, "LostTopic", queues=1)
+    send(bg, [(MessageQueue("LostTopic", "broker-a", 0), Message("LostTopic", b"x"))])
+    broker = bg.cluster.broker("broker-a")
+
+    async def forget() -> None:  # as if its config were removed by hand
+        broker.topics.delete_topic_config("LostTopic")
+
+    bg.run(forget())
+    assert broker.store.queue_ids("LostTopic") == [0]
+    done = admin_json(capsys, bg, "cleanExpiredCQ", "-b", bg.addr("broker-a"))
+    assert done[bg.addr("broker-a")]["topicsRemoved"] == ["LostTopic"]
+    assert broker.store.queue_ids("LostTopic") == []
+    everywhere = admin_json(capsys, bg, "cleanExpiredCQ")
+    assert sorted(everywhere) == sorted([bg.addr("broker-a"), bg.addr("broker-b")])
+    assert all(r["topicsRemoved"] == [] for r in everywhere.values())
