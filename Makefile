@@ -16,9 +16,24 @@ $(STAMP): pyproject.toml setup.py protocol/_speedups.c
 install: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/aiorocketmq demo
+	$(VENV)/bin/aiorocketmq demo $(DEMO_ARGS)
 
-test: $(STAMP)
+# Headless Chromium for the dashboard's browser test (Debian's packages), where apt-get can
+# install them; elsewhere that one test is skipped and says why.
+BROWSER_STAMP := $(VENV)/.browser
+
+$(BROWSER_STAMP): $(STAMP)
+	@if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+	      || echo "installing chromium failed: the browser test will be skipped"; \
+	  else \
+	    echo "chromium and chromium-driver are missing and cannot be installed here: the browser test will be skipped"; \
+	  fi; \
+	fi
+	touch $@
+
+test: $(STAMP) $(BROWSER_STAMP)
 	$(PY) -m pytest -q
 
 proto: $(STAMP)

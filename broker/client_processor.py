@@ -559,6 +559,7 @@ class ClientManageProcessor:
                 language=cci.language,
                 version=cci.version,
                 last_update_timestamp=cci.last_update_timestamp,
+                protocol=cci.channel.protocol,
             )
         return response
 
@@ -583,6 +584,7 @@ class ClientManageProcessor:
                 language=cci.language,
                 version=cci.version,
                 last_update_timestamp=cci.last_update_timestamp,
+                protocol=cci.channel.protocol,
             )
         for _, sub in sorted(info.subscription_table.items()):
             response.subscriptions.append(sub.to_proto())

@@ -76,6 +76,7 @@ REMOTING_PORT_OFFSET = 100
 _NAMESRV_BOOT = re.compile(
     r"^The Name Server boot success\. address=(?P<addr>\S+)(?: remoting=(?P<remoting>\S+))?", re.M
 )
+_DASHBOARD_BOOT = re.compile(r"^dashboard of \S+ at (?P<addr>http://\S+)(?P<remoting>)", re.M)
 _BROKER_BOOT = re.compile(
     r"^The broker\[(?P<name>[^,\]]+), (?P<addr>[^\]]+)\] boot success\.(?: remoting=(?P<remoting>\S+))?",
     re.M,
@@ -94,7 +95,7 @@ class ProcessRecord:
     """One process of the cluster, as ``cluster.json`` keeps it."""
 
     name: str
-    role: str  # "namesrv" or "broker"
+    role: str  # "namesrv", "broker" or "dashboard"
     argv: list[str]
     log: str
     address: str = ""
@@ -269,7 +270,9 @@ async def _wait_booted(
 ) -> None:
     """Wait for the boot line in the log; set ``record.address`` from it."""
     log_path = directory / record.log
-    pattern = _NAMESRV_BOOT if record.role == "namesrv" else _BROKER_BOOT
+    pattern = {"namesrv": _NAMESRV_BOOT, "dashboard": _DASHBOARD_BOOT}.get(
+        record.role, _BROKER_BOOT
+    )
 
     def booted() -> bool:
         with log_path.open("rb") as f:
@@ -419,6 +422,21 @@ async def _start_all(
             f"every broker to register with name server {ns.address}",
         )
     await _create_topic(state, args.timeout)
+    if args.dashboard:
+        record = ProcessRecord(
+            name="dashboard",
+            role="dashboard",
+            argv=[
+                _bin("aiorocketmq"), "dashboard", "-n", state.namesrv_addr,
+                "--listen", args.dashboard,
+            ],
+            log="dashboard.log",
+        )  # fmt: skip
+        state.processes.append(record)
+        proc, offset = _spawn(record, directory)
+        state.save(directory)
+        await _wait_booted(record, proc, offset, directory, args.timeout)
+        state.save(directory)
 
 
 def _up(args: argparse.Namespace, out: TextIO) -> int:
@@ -468,6 +486,9 @@ def _up(args: argparse.Namespace, out: TextIO) -> int:
 def _print_up(state: ClusterState, out: TextIO) -> None:
     out.write(f"cluster {state.cluster} is up in {state.dir}\n")
     for p in state.processes:
+        if p.role == "dashboard":
+            out.write(f"  {p.name:<10} {p.address:<55} pid {p.pid:<8} log {p.log}\n")
+            continue
         out.write(
             f"  {p.name:<10} {p.address:<22} remoting {p.remoting_address:<22} "
             f"pid {p.pid:<8} log {p.log}\n"
@@ -489,6 +510,19 @@ async def _probe_namesrv(addr: str) -> nameserver_pb2.ClusterInfo | None:
             return await ns.get_broker_cluster_info()
         except MQError:
             return None
+
+
+async def _probe_dashboard(url: str) -> bool:
+    import aiohttp
+
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as session,
+            session.get(url + "api/groups") as response,
+        ):
+            return response.status == 200
+    except (aiohttp.ClientError, TimeoutError):
+        return False
 
 
 async def _probe_broker(connections: BrokerConnections, addr: str) -> list[str] | None:
@@ -519,6 +553,8 @@ async def _status_document(state: ClusterState) -> dict[str, Any]:
                     answering = info is not None
                     if cluster_info is None:
                         cluster_info = info
+                elif p.role == "dashboard":
+                    answering = await _probe_dashboard(p.address)
                 else:
                     served = await _probe_broker(connections, p.address)
                     answering = served is not None
@@ -657,6 +693,7 @@ def _stop_group(records: list[ProcessRecord], timeout: float, out: TextIO) -> No
 def _stop(state: ClusterState, directory: Path, timeout: float, out: TextIO) -> int:
     """Stop the brokers, then the name servers; forget the pids. How many were running."""
     running = len(state.running())
+    _stop_group(state.of_role("dashboard"), timeout, out)
     _stop_group(state.of_role("broker"), timeout, out)
     _stop_group(state.of_role("namesrv"), timeout, out)
     for p in state.processes:
@@ -731,6 +768,13 @@ def add_cluster_parser(sub: Any) -> None:
         help="log level of the name servers and brokers (default %(default)s)",
     )
     up.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each step")
+    up.add_argument(
+        "--dashboard",
+        nargs="?",
+        const="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="also start the web dashboard (default address %(const)s)",
+    )
 
     status = actions.add_parser("status", help="processes, addresses, brokers registered, topics")
     common(status)

@@ -151,8 +151,10 @@ def _consumer(cluster: LocalCluster, name: str) -> PushConsumer:
     return c
 
 
-async def run_demo(out: TextIO, *, step_s: float = 4.0) -> int:
-    """Run the scripted join/leave story; 0 when every message was consumed."""
+async def run_demo(out: TextIO, *, step_s: float = 4.0, dashboard: str | None = None) -> int:
+    """Run the scripted join/leave story; 0 when every message was consumed. With
+    ``dashboard`` (``host:port``), the web dashboard watches it, and stays up (with the
+    cluster) after the story until Ctrl-C."""
     narrator = Narrator(out)
     with tempfile.TemporaryDirectory(prefix="aiorocketmq-demo-") as tmp:
         async with LocalCluster(
@@ -165,44 +167,72 @@ async def run_demo(out: TextIO, *, step_s: float = 4.0) -> int:
                 + ", ".join(f"{b.config.broker_name}@{b.address}" for b in cluster.broker_list)
                 + f"; topic {TOPIC} has 4 queues on each broker"
             )
-            tracer.subscribe(narrator)
-            sent = 0
-            stop = asyncio.Event()
+            board = None
+            if dashboard is not None:
+                from aiorocketmq.dashboard import Dashboard
 
-            async def produce(producer: Producer) -> None:
-                nonlocal sent
-                while not stop.is_set():
-                    await producer.send(Message(TOPIC, b"order-%06d" % sent))
-                    sent += 1
-                    await asyncio.sleep(0.02)
-
-            consumers: dict[str, PushConsumer] = {}
+                board = Dashboard(cluster.namesrv_addr, dashboard, refresh=0.5)
+                url = await board.start()
+                board.watch(GROUP)  # the timeline holds the whole story, page open or not
+                narrator.say(f"watch it live: {url}groups/{GROUP} (the rebalance timeline)")
+                await asyncio.sleep(step_s)  # time to open the page before the first join
+            else:
+                narrator.say(
+                    "to watch this in a browser: make run DEMO_ARGS=--dashboard "
+                    "(aiorocketmq demo --dashboard)"
+                )
             try:
-                async with Producer("demo_producer", cluster.namesrv_addr) as producer:
-                    task = asyncio.create_task(produce(producer))
-                    for action, name in (
-                        ("join", "A"),
-                        ("join", "B"),
-                        ("join", "C"),
-                        ("leave", "B"),
-                        ("leave", "A"),
-                    ):
-                        narrator.say(
-                            f"== consumer {name} {'joins' if action == 'join' else 'leaves gracefully'} =="
-                        )
-                        if action == "join":
-                            consumers[name] = _consumer(cluster, name)
-                            await consumers[name].start()
-                        else:
-                            await consumers.pop(name).shutdown()
-                        await asyncio.sleep(step_s)
-                    stop.set()
-                    await task
-                    await narrator.wait_consumed(sent, timeout_s=10)
+                code = await _story(cluster, narrator, out, step_s)
+                if board is not None:
+                    print(f"\nthe dashboard stays up at {board.url} (Ctrl-C to stop)", file=out)
+                    out.flush()
+                    await asyncio.Event().wait()
             finally:
-                for c in consumers.values():
-                    await c.shutdown()
-                tracer.unsubscribe(narrator)
+                if board is not None:
+                    await board.stop()
+    return code
+
+
+async def _story(cluster: LocalCluster, narrator: Narrator, out: TextIO, step_s: float) -> int:
+    """Consumers A, B and C join, B and A leave, while a producer sends; the summary."""
+    tracer.subscribe(narrator)
+    sent = 0
+    stop = asyncio.Event()
+
+    async def produce(producer: Producer) -> None:
+        nonlocal sent
+        while not stop.is_set():
+            await producer.send(Message(TOPIC, b"order-%06d" % sent))
+            sent += 1
+            await asyncio.sleep(0.02)
+
+    consumers: dict[str, PushConsumer] = {}
+    try:
+        async with Producer("demo_producer", cluster.namesrv_addr) as producer:
+            task = asyncio.create_task(produce(producer))
+            for action, name in (
+                ("join", "A"),
+                ("join", "B"),
+                ("join", "C"),
+                ("leave", "B"),
+                ("leave", "A"),
+            ):
+                narrator.say(
+                    f"== consumer {name} {'joins' if action == 'join' else 'leaves gracefully'} =="
+                )
+                if action == "join":
+                    consumers[name] = _consumer(cluster, name)
+                    await consumers[name].start()
+                else:
+                    await consumers.pop(name).shutdown()
+                await asyncio.sleep(step_s)
+            stop.set()
+            await task
+            await narrator.wait_consumed(sent, timeout_s=10)
+    finally:
+        for c in consumers.values():
+            await c.shutdown()
+        tracer.unsubscribe(narrator)
     _summary(narrator, sent, out)
     return 0 if len(narrator.consumed) >= sent else 1
 

@@ -521,18 +521,20 @@ class GetConsumerConnectionListRequest(_message.Message):
     def __init__(self, consumer_group: _Optional[str] = ...) -> None: ...
 
 class Connection(_message.Message):
-    __slots__ = ("client_id", "client_addr", "language", "version", "last_update_timestamp")
+    __slots__ = ("client_id", "client_addr", "language", "version", "last_update_timestamp", "protocol")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ADDR_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     LAST_UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     client_addr: str
     language: str
     version: int
     last_update_timestamp: int
-    def __init__(self, client_id: _Optional[str] = ..., client_addr: _Optional[str] = ..., language: _Optional[str] = ..., version: _Optional[int] = ..., last_update_timestamp: _Optional[int] = ...) -> None: ...
+    protocol: str
+    def __init__(self, client_id: _Optional[str] = ..., client_addr: _Optional[str] = ..., language: _Optional[str] = ..., version: _Optional[int] = ..., last_update_timestamp: _Optional[int] = ..., protocol: _Optional[str] = ...) -> None: ...
 
 class ConsumerConnection(_message.Message):
     __slots__ = ("connections", "subscriptions", "consume_type", "message_model", "consume_from_where")

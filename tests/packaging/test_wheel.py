@@ -61,6 +61,8 @@ def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
         "aiorocketmq/protocol/v1/broker_pb2.py",
         "aiorocketmq/cli/mqadmin.py",
         "aiorocketmq/py.typed",
+        "aiorocketmq/dashboard/static/dashboard.js",
+        "aiorocketmq/dashboard/static/dashboard.css",
     ):
         assert inside in names, inside
 

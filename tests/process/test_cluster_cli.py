@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,26 @@ def test_down_and_status_without_a_cluster(tmp_path: Path) -> None:
     assert down.returncode == 0 and "nothing running" in down.stdout
     status = cluster("status", "--dir", str(tmp_path / "none"))
     assert status.returncode == 1 and "no cluster" in status.stdout
+
+
+def test_up_with_the_dashboard(cluster_dir: Path) -> None:
+    up = cluster(
+        "up", "--dir", str(cluster_dir), "--base-port", "0", "--brokers", "1",
+        "--dashboard", "127.0.0.1:0",
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    processes = recorded(cluster_dir)
+    assert [p["name"] for p in processes] == ["namesrv-0", "broker-a", "dashboard"]
+    url = processes[-1]["address"]
+    assert url.startswith("http://127.0.0.1:") and url in up.stdout
+    with urllib.request.urlopen(url + "api/cluster", timeout=10) as response:
+        document = json.loads(response.read())
+    assert [b["name"] for b in document["brokers"]] == ["broker-a"]
+    status = json.loads(cluster("status", "--dir", str(cluster_dir), "--json").stdout)
+    assert status["healthy"] is True
+    assert ("dashboard", True, True) in [
+        (p["name"], p["alive"], p["answering"]) for p in status["processes"]
+    ]
+    down = cluster("down", "--dir", str(cluster_dir))
+    assert down.returncode == 0, down.stderr
+    assert still_alive(processes) == []
