@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar, Protocol
 
@@ -22,6 +23,7 @@ from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.pull_message_service import PullHandler, PullMessageService, PullRequest
 from aiorocketmq.consumer.rebalance_service import RebalanceService
+from aiorocketmq.consumer.stats import ConvergenceClock
 from aiorocketmq.logs import get_logger
 from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
@@ -86,6 +88,8 @@ class MQClientInstance:
         self._route_lock = asyncio.Lock()
         self.running = False
         self.notifications_received = 0
+        # From a change of a group (or the start) to the rebalance pass that settles it.
+        self.convergence = ConvergenceClock()
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -156,6 +160,7 @@ class MQClientInstance:
                 f"The consumer group[{group}] has been created before, specify another name please."
             )
         self.consumer_table[group] = consumer
+        self.convergence.changed(time.monotonic())  # a join: settled at its first balanced pass
 
     async def unregister_consumer(self, group: str) -> None:
         """Leave the group on every broker (UNREGISTER_CLIENT): the brokers notify the group."""
@@ -199,6 +204,8 @@ class MQClientInstance:
             except Exception:
                 log.exception("doRebalance failed", group=consumer.group_name)
                 balanced = False
+        if balanced and self.consumer_table:
+            self.convergence.settled(time.monotonic())
         return balanced
 
     async def persist_all_consumer_offset(self) -> None:
@@ -324,6 +331,7 @@ class MQClientInstance:
         kind = event.WhichOneof("event")
         if kind == "notify_consumer_ids_changed":
             self.notifications_received += 1
+            self.convergence.changed(time.monotonic())
             tracer.record(
                 "notify_received",
                 client_id=self.client_id,
@@ -361,9 +369,7 @@ class MQClientInstance:
                 )
                 self._spawn_side_task(consumer.reset_offset(offsets))
         elif kind == "get_consumer_running_info":
-            self._spawn_side_task(
-                self._report_running_info(addr, event.get_consumer_running_info)
-            )
+            self._spawn_side_task(self._report_running_info(addr, event.get_consumer_running_info))
 
     def _spawn_side_task(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

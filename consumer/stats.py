@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from aiorocketmq.protocol.v1 import broker_pb2
 
-__all__ = ["ConsumerStatsManager", "RateWindow"]
+__all__ = ["CONVERGENCE_BUCKETS_S", "ConsumerStatsManager", "ConvergenceClock", "RateWindow"]
 
 
 class RateWindow:
@@ -70,7 +70,10 @@ class ConsumerStatsManager:
         if stats is None:
             w = self.started
             stats = self.topics[topic] = _TopicStats(
-                pull=RateWindow(w), ok=RateWindow(w), failed=RateWindow(w), rt_ms=RateWindow(w),
+                pull=RateWindow(w),
+                ok=RateWindow(w),
+                failed=RateWindow(w),
+                rt_ms=RateWindow(w),
                 batches=RateWindow(w),
             )
         return stats
@@ -98,3 +101,46 @@ class ConsumerStatsManager:
             consume_failed_msgs=stats.failed_total,
             consume_rt_ms=stats.rt_ms.total(now) / batches if batches else 0.0,
         )
+
+
+# Convergence buckets, in seconds.
+CONVERGENCE_BUCKETS_S = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class ConvergenceClock:
+    """How long a client takes to settle after its group changed: from the first
+    NOTIFY_CONSUMER_IDS_CHANGED (or start) not yet settled to the end of the first rebalance
+    pass after it that leaves every consumer balanced. Plain counts, for a histogram."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.counts = [0] * (len(CONVERGENCE_BUCKETS_S) + 1)  # the last: above every bucket
+        self.total_s = 0.0
+        self.observed = 0
+
+    def changed(self, now: float) -> None:
+        if self.since is None:
+            self.since = now
+
+    def settled(self, now: float) -> float | None:
+        """The time it took, if a change was waiting to settle."""
+        if self.since is None:
+            return None
+        took = max(0.0, now - self.since)
+        self.since = None
+        self.total_s += took
+        self.observed += 1
+        index = next(
+            (i for i, le in enumerate(CONVERGENCE_BUCKETS_S) if took <= le),
+            len(CONVERGENCE_BUCKETS_S),
+        )
+        self.counts[index] += 1
+        return took
+
+    def buckets(self) -> list[tuple[str, float]]:
+        """Cumulative ``(le, count)`` pairs, ``+Inf`` last (Prometheus' histogram form)."""
+        out, running = [], 0
+        for le, count in zip((*map(str, CONVERGENCE_BUCKETS_S), "+Inf"), self.counts, strict=True):
+            running += count
+            out.append((le, float(running)))
+        return out

@@ -134,5 +134,12 @@ async def test_a_consumers_metrics_opt_in(cluster: LocalCluster) -> None:
         assert total(samples, "aiorocketmq_consumer_queue_moves_total", direction="added") >= 8
         assert total(samples, "aiorocketmq_consumer_messages_consumed_total", **mine) == 10
         assert total(samples, "aiorocketmq_consumer_rebalances_total") >= 1
+        # its own start settled once (a second client's join would add a notification's)
+        name = "aiorocketmq_consumer_rebalance_convergence_seconds"
+        assert total(samples, f"{name}_count", **mine) >= 1
+        assert total(samples, f"{name}_bucket", le="+Inf", **mine) == total(
+            samples, f"{name}_count", **mine
+        )
+        assert 0 < total(samples, f"{name}_sum", **mine) < 30
     finally:
         await consumer.shutdown()
