@@ -21,11 +21,12 @@ so it can travel inside a Spark data source object and reconnect wherever it lan
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import grpc
@@ -258,6 +259,28 @@ class SyncClient:
                             entry.min_offset, entry.max_offset
                         )
         return stats
+
+    def topic_list(self) -> list[str]:
+        """Every topic the name servers know (GET_ALL_TOPIC_LIST_FROM_NAMESERVER)."""
+        answer = self._namesrv_call("GetAllTopicList", nameserver_pb2.GetAllTopicListRequest())
+        return sorted(answer.topic_list)
+
+    def search_offsets(self, times: Mapping[QueueKey, int]) -> dict[QueueKey, int]:
+        """Each queue's first offset stored at or after its time (ms), its max offset when
+        none is (SEARCH_OFFSET_BY_TIMESTAMP, one call per queue)."""
+        found: dict[QueueKey, int] = {}
+        for key, when in sorted(times.items()):
+            found[key] = self.with_retries(functools.partial(self._search_offset, key, when))
+        return found
+
+    def _search_offset(self, key: QueueKey, when: int) -> int:
+        topic, broker, queue_id = key
+        answer = self.broker_call(
+            self.broker_addr(topic, broker),
+            "SearchOffsetByTimestamp",
+            broker_pb2.SearchOffsetRequest(topic=topic, queue_id=queue_id, timestamp=when),
+        )
+        return int(answer.offset)
 
     # ---- pull -----------------------------------------------------------------------------
     def pull_range(

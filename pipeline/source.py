@@ -54,7 +54,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -87,6 +87,7 @@ from aiorocketmq.pipeline.client import DataLossError, SyncClient
 from aiorocketmq.pipeline.offsets import (
     OffsetSpec,
     QueueKey,
+    QueueStats,
     data_loss,
     offsets_from_json,
     offsets_to_json,
@@ -208,11 +209,71 @@ class QueueRangePartition(InputPartition):  # type: ignore[misc]
 
 
 class _Reading:
-    """What the batch and streaming readers share: the planning and the executor side."""
+    """What the batch and streaming readers share: the queues read, where a read starts or
+    ends by time, the planning and the executor side."""
 
     opts: ReadOptions
     client: SyncClient
     schema: StructType
+    _pattern_topics: list[str] | None = None
+    _pattern_at: float = 0.0
+
+    def _topics(self, *, max_age: float = 0.0) -> list[str]:
+        """The topics read: given, assigned, or those ``subscribePattern`` matches now."""
+        if self.opts.subscribe_pattern is None:
+            return list(self.opts.topics)
+        now = time.monotonic()
+        if self._pattern_topics is None or now - self._pattern_at >= max_age:
+            self._pattern_topics = [t for t in self.client.topic_list() if self.opts.matches(t)]
+            self._pattern_at = now
+        return self._pattern_topics
+
+    def _stats(self, *, route_max_age: float = 0.0) -> dict[QueueKey, QueueStats]:
+        """Min and max offsets of every queue read (``assign`` keeps only its queues)."""
+        topics = self._topics(max_age=route_max_age)
+        if not topics:
+            raise ValueError(
+                f"option subscribePattern {self.opts.subscribe_pattern!r} matches no topic "
+                "(system and retry topics are never matched)"
+            )
+        stats = self.client.queue_stats(topics, route_max_age=route_max_age)
+        if self.opts.assign is not None:
+            unknown = sorted(self.opts.assign - set(stats))
+            if unknown:
+                known = ", ".join("/".join(map(str, k)) for k in sorted(stats)) or "none"
+                raise ValueError(
+                    "option assign names queues the topics do not have: "
+                    + ", ".join("/".join(map(str, k)) for k in unknown)
+                    + f" (known: {known})"
+                )
+            stats = {k: v for k, v in stats.items() if k in self.opts.assign}
+        return stats
+
+    def _offsets(
+        self,
+        stats: dict[QueueKey, QueueStats],
+        spec: OffsetSpec,
+        timestamp: int | None,
+        by_timestamp: dict[QueueKey, int],
+        *,
+        default: Literal["earliest", "latest"],
+        option: str,
+    ) -> dict[QueueKey, int]:
+        """Offsets of every queue of ``stats``: by one time for all (``...Timestamp``), by a
+        time per queue (``...OffsetsByTimestamp``, the others at ``default``), else ``spec``."""
+        if timestamp is not None:
+            return self.client.search_offsets({k: timestamp for k in stats})
+        if not by_timestamp:
+            return resolve_offsets(spec, stats, default=default)
+        unknown = sorted(set(by_timestamp) - set(stats))
+        if unknown:
+            raise ValueError(
+                f"option {option} names queues the read does not have: "
+                + ", ".join("/".join(map(str, k)) for k in unknown)
+            )
+        offsets = resolve_offsets(default, stats, default=default)
+        offsets.update(self.client.search_offsets(by_timestamp))
+        return offsets
 
     def _partitions(
         self, start: dict[QueueKey, int], end: dict[QueueKey, int], new: set[QueueKey]
@@ -246,6 +307,8 @@ class _Reading:
 
     def read(self, partition: QueueRangePartition) -> Iterator[Any]:
         """The partition's messages, one Arrow record batch per pull (runs in executors)."""
+        if not isinstance(partition, QueueRangePartition):
+            return  # nothing to read: Spark runs one task with a partition of its own
         schema = arrow_schema(self.schema)
         for pulled in self.client.pull_range(
             partition.key,
@@ -283,9 +346,16 @@ class RocketMQBatchReader(_Reading, DataSourceReader):  # type: ignore[misc]
         )
 
     def partitions(self) -> Sequence[QueueRangePartition]:
-        stats = self.client.queue_stats(self.opts.topics)
-        start = resolve_offsets(self.starting, stats, default="earliest")
-        end = resolve_offsets(self.ending, stats, default="latest")
+        o = self.opts
+        stats = self._stats()
+        start = self._offsets(
+            stats, self.starting, o.starting_timestamp, o.starting_offsets_by_timestamp,
+            default="earliest", option="startingOffsetsByTimestamp",
+        )  # fmt: skip
+        end = self._offsets(
+            stats, self.ending, o.ending_timestamp, o.ending_offsets_by_timestamp,
+            default="latest", option="endingOffsetsByTimestamp",
+        )  # fmt: skip
         lost = {k: o for k, o in start.items() if o < stats[k].min_offset}
         if lost and self.opts.fail_on_data_loss:
             raise DataLossError(
@@ -306,8 +376,11 @@ class RocketMQStreamReader(
     """Micro-batches of the queues' offsets; see the module notes."""
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
-        if opts.ending_offsets:
-            raise ValueError("option endingOffsets is for batch queries only")
+        if opts.has_end:
+            raise ValueError(
+                "options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for "
+                "batch queries only"
+            )
         self.opts = opts
         self.schema = schema
         self.client = SyncClient(opts.namesrv, timeout=opts.pull_timeout_ms / 1000)
@@ -318,10 +391,15 @@ class RocketMQStreamReader(
         self._target: dict[QueueKey, int] | None = None
         self._last_end: dict[QueueKey, int] | None = None
         self._committed: dict[QueueKey, int] | None = None
+        self._last_batch_at: float | None = None  # minOffsetsPerTrigger: the last data batch
 
     def initialOffset(self) -> dict[str, Any]:
-        stats = self.client.queue_stats(self.opts.topics)
-        start = resolve_offsets(self.starting, stats, default="latest")
+        o = self.opts
+        stats = self._stats()
+        start = self._offsets(
+            stats, self.starting, o.starting_timestamp, o.starting_offsets_by_timestamp,
+            default="latest", option="startingOffsetsByTimestamp",
+        )  # fmt: skip
         if self.opts.fail_on_data_loss:
             problems = data_loss(start, stats)
             if problems:
@@ -340,7 +418,7 @@ class RocketMQStreamReader(
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        stats = self.client.queue_stats(self.opts.topics)
+        stats = self._stats()
         self._target = {k: s.max_offset for k, s in stats.items()}
 
     def latestOffset(
@@ -353,7 +431,7 @@ class RocketMQStreamReader(
         self._commit_group(begin)  # everything before ``begin`` is processed (module notes)
         # Spark asks again every few milliseconds when idle: routes (new queues) are looked up
         # again every few seconds, offsets every time.
-        stats = self.client.queue_stats(self.opts.topics, route_max_age=_ROUTE_REFRESH_S)
+        stats = self._stats(route_max_age=_ROUTE_REFRESH_S)
         if self.opts.fail_on_data_loss:
             problems = data_loss(begin, stats)
             if problems:
@@ -381,11 +459,30 @@ class RocketMQStreamReader(
                     latest[key] = begin[key]
                 else:
                     del latest[key]
+        if self._too_little(effective, latest):
+            latest = dict(begin)  # no batch yet: minOffsetsPerTrigger is not reached
         cap = self._cap(limit)
         if cap is not None:
             latest = rate_limit(effective, latest, cap)
         self._last_end = latest
         return offsets_to_json(latest)
+
+    def _too_little(self, effective: dict[QueueKey, int], latest: dict[QueueKey, int]) -> bool:
+        """``minOffsetsPerTrigger``: wait while fewer new messages are there, unless
+        ``maxTriggerDelay`` passed since the last batch (availableNow reads what is there)."""
+        minimum = self.opts.min_offsets_per_trigger
+        if not minimum or self._target is not None:
+            return False
+        now = time.monotonic()
+        if self._last_batch_at is None:
+            self._last_batch_at = now  # the query's start counts as the last batch
+        available = sum(max(0, latest[k] - effective.get(k, latest[k])) for k in latest)
+        waited_ms = (now - self._last_batch_at) * 1000
+        if available < minimum and waited_ms < self.opts.max_trigger_delay_ms:
+            return True
+        if available:
+            self._last_batch_at = now
+        return False
 
     def _cap(self, limit: Any) -> int | None:
         if limit is None:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -260,8 +261,163 @@ def test_bad_options_fail_with_the_option_named(
         read(
             spark, ns, BATCH_TOPIC, startingOffsets='{"SparkBatch": {"broker-z": {"0": 1}}}'
         ).collect()
-    with pytest.raises(Exception, match="option topic is required"):
+    with pytest.raises(Exception, match="exactly one of the options topic"):
         spark.read.format("aiorocketmq").option("nameServer", ns).load().collect()
+    # a misspelt option is refused, with the name it probably meant
+    with pytest.raises(
+        Exception, match=r"unknown read option 'startingofsets'; did you mean 'startingOffsets'"
+    ):
+        read(spark, ns, BATCH_TOPIC, startingOfsets="earliest").collect()
+
+
+# ---- Kafka's other ways to choose queues and offsets ---------------------------------------------
+TIME_TOPIC = "SparkTime"
+
+
+@pytest.fixture(scope="module")
+def timed(client: SyncClient) -> tuple[list[list[Sent]], list[int]]:
+    """Three rounds of 4 messages on broker-a's 2 queues, and a time between each two rounds."""
+    client.create_topic(TIME_TOPIC, 2, brokers=["broker-a"])
+    rounds: list[list[Sent]] = []
+    marks: list[int] = []
+    for r in range(3):
+        if r:
+            time.sleep(0.05)
+            marks.append(int(time.time() * 1000))
+            time.sleep(0.05)
+        sent: list[Sent] = []
+        for q in (0, 1):
+            sent += send_to_queue(
+                client, TIME_TOPIC, "broker-a", q, messages(TIME_TOPIC, f"r{r}q{q}", 2)
+            )
+        rounds.append(sent)
+    return rounds, marks
+
+
+def bodies(df: Any) -> list[str]:
+    return sorted(bytes(r.body).decode() for r in df.select("body").collect())
+
+
+def test_starting_and_ending_by_timestamp(
+    spark: Any, ns: str, timed: tuple[list[list[Sent]], list[int]]
+) -> None:
+    rounds, (t1, t2) = timed
+    names = [sorted(m[5].body.decode() for m in sent) for sent in rounds]
+    assert bodies(read(spark, ns, TIME_TOPIC, startingTimestamp=str(t1))) == sorted(
+        names[1] + names[2]
+    )
+    assert (
+        bodies(read(spark, ns, TIME_TOPIC, startingTimestamp=str(t1), endingTimestamp=str(t2)))
+        == names[1]
+    )
+    # startingTimestamp wins over startingOffsets, as in Kafka
+    assert (
+        bodies(read(spark, ns, TIME_TOPIC, startingTimestamp=str(t2), startingOffsets="earliest"))
+        == names[2]
+    )
+    # per queue: queue 0 from t2, queue 1 (not named) from the earliest; ends likewise
+    by_queue = json.dumps({TIME_TOPIC: {"broker-a": {"0": t2}}})
+    got = bodies(read(spark, ns, TIME_TOPIC, startingOffsetsByTimestamp=by_queue))
+    assert got == sorted(
+        [n for round_ in names for n in round_ if "q1" in n] + [n for n in names[2] if "q0" in n]
+    )
+    ending = json.dumps({TIME_TOPIC: {"broker-a": {"0": t1, "1": t1}}})
+    assert bodies(read(spark, ns, TIME_TOPIC, endingOffsetsByTimestamp=ending)) == names[0]
+    # a time after every message: nothing (each queue at its latest offset)
+    assert (
+        bodies(read(spark, ns, TIME_TOPIC, startingTimestamp=str(int(time.time() * 1000) + 60_000)))
+        == []
+    )
+    with pytest.raises(Exception, match="startingTimestamp must be >= 0"):
+        read(spark, ns, TIME_TOPIC, startingTimestamp="-5").collect()
+    with pytest.raises(
+        Exception, match="names queues the read does not have: SparkTime/broker-z/0"
+    ):
+        read(
+            spark, ns, TIME_TOPIC,
+            startingOffsetsByTimestamp=json.dumps({TIME_TOPIC: {"broker-z": {"0": t1}}}),
+        ).collect()  # fmt: skip
+
+
+def test_subscribe_pattern_and_assign(
+    spark: Any, ns: str, client: SyncClient, batch_sent: list[Sent]
+) -> None:
+    for name in ("SparkPatOne", "SparkPatTwo"):
+        client.create_topic(name, 1, brokers=["broker-a"])
+        send(client, name, messages(name, name, 3))
+    df = (
+        spark.read.format("aiorocketmq").option("nameServer", ns)
+        .option("subscribePattern", "SparkPat.*").load()
+    )  # fmt: skip
+    rows = df.select("topic", "body").collect()
+    assert Counter(r.topic for r in rows) == {"SparkPatOne": 3, "SparkPatTwo": 3}
+    with pytest.raises(Exception, match=r"subscribePattern 'NoSuch\.\*' matches no topic"):
+        spark.read.format("aiorocketmq").option("nameServer", ns).option(
+            "subscribePattern", "NoSuch.*"
+        ).load().collect()
+
+    assign = json.dumps({BATCH_TOPIC: {"broker-b": [1, 3]}})
+    df = spark.read.format("aiorocketmq").option("nameServer", ns).option("assign", assign).load()
+    got = {(r.brokerName, r.queueId, r.queueOffset) for r in df.collect()}
+    want = {(b, q, o) for _, b, q, o, _, _ in batch_sent if b == "broker-b" and q in (1, 3)}
+    assert got == want and want
+    with pytest.raises(Exception, match="exactly one of the options topic"):
+        read(spark, ns, BATCH_TOPIC, assign=assign).collect()
+    with pytest.raises(Exception, match="assign names queues the topics do not have"):
+        spark.read.format("aiorocketmq").option("nameServer", ns).option(
+            "assign", json.dumps({BATCH_TOPIC: {"broker-a": [9]}})
+        ).load().collect()
+
+
+def test_min_offsets_per_trigger_waits_for_enough_or_for_the_delay(
+    spark: Any, ns: str, client: SyncClient, tmp_path: Path
+) -> None:
+    topic = "SparkMinTrigger"
+    client.create_topic(topic, 1, brokers=["broker-a"])
+    sizes: list[int] = []
+
+    def collect(df: Any, batch_id: int) -> None:
+        n = df.count()
+        if n:
+            sizes.append(n)
+
+    def start(name: str, **options: str) -> Any:
+        reader = (
+            spark.readStream.format("aiorocketmq").option("nameServer", ns).option("topic", topic)
+        )
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return (
+            reader.load().writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / name))
+            .trigger(processingTime="200 milliseconds").start()
+        )  # fmt: skip
+
+    query = start("enough", minOffsetsPerTrigger="10", maxTriggerDelay="1h")
+    try:
+        wait_until_sync(lambda: query.lastProgress is not None, timeout=60, message="started")
+        send_to_queue(client, topic, "broker-a", 0, messages(topic, "few", 4))
+        triggers = len(query.recentProgress)
+        wait_until_sync(
+            lambda: len(query.recentProgress) >= triggers + 5, timeout=60, message="5 triggers"
+        )
+        assert sizes == []  # 4 < 10: no batch, however many triggers
+        send_to_queue(client, topic, "broker-a", 0, messages(topic, "more", 8))
+        wait_until_sync(lambda: sizes == [12], timeout=60, message="one batch of 12")
+    finally:
+        query.stop()
+    sizes.clear()
+    query = start(
+        "delay", minOffsetsPerTrigger="1000", maxTriggerDelay="1s", startingOffsets="latest"
+    )
+    try:
+        wait_until_sync(lambda: query.lastProgress is not None, timeout=60, message="started")
+        send_to_queue(client, topic, "broker-a", 0, messages(topic, "late", 3))
+        wait_until_sync(lambda: sizes == [3], timeout=60, message="the delay lets 3 through")
+    finally:
+        query.stop()
+    with pytest.raises(Exception, match="maxTriggerDelay must be a duration"):
+        start("bad", maxTriggerDelay="soon").processAllAvailable()
 
 
 # ---- streaming reads ----------------------------------------------------------------------------
