@@ -551,17 +551,7 @@ class ClientManageProcessor:
                 f"the producer group[{request.producer_group}] is not online on broker "
                 f"{self.config.broker_name}"
             )
-        response = broker_pb2.ProducerConnection()
-        for cci in channels:
-            response.connections.add(
-                client_id=cci.client_id,
-                client_addr=cci.channel.remote_addr,
-                language=cci.language,
-                version=cci.version,
-                last_update_timestamp=cci.last_update_timestamp,
-                protocol=cci.channel.protocol,
-            )
-        return response
+        return broker_pb2.ProducerConnection(connections=[_connection(c) for c in channels])
 
     def get_consumer_connection_list(
         self, request: broker_pb2.GetConsumerConnectionListRequest
@@ -577,15 +567,7 @@ class ClientManageProcessor:
             message_model=info.message_model,
             consume_from_where=info.consume_from_where,
         )
-        for cci in info.channel_info_table.values():
-            response.connections.add(
-                client_id=cci.client_id,
-                client_addr=cci.channel.remote_addr,
-                language=cci.language,
-                version=cci.version,
-                last_update_timestamp=cci.last_update_timestamp,
-                protocol=cci.channel.protocol,
-            )
+        response.connections.extend(_connection(c) for c in info.channel_info_table.values())
         for _, sub in sorted(info.subscription_table.items()):
             response.subscriptions.append(sub.to_proto())
         return response
@@ -832,6 +814,18 @@ class ClientManageProcessor:
         """Write the offsets; one writer at a time (a cancelled flush's thread may still run)."""
         with self._persist_lock:
             self.offsets.persist()
+
+
+def _connection(cci: ClientChannelInfo) -> broker_pb2.Connection:
+    """A client's ``Connection`` row (consumer and producer connection lists)."""
+    return broker_pb2.Connection(
+        client_id=cci.client_id,
+        client_addr=cci.channel.remote_addr,
+        language=cci.language,
+        version=cci.version,
+        last_update_timestamp=cci.last_update_timestamp,
+        protocol=cci.channel.protocol,
+    )
 
 
 class _TraceListener:

@@ -1231,11 +1231,17 @@ async def reset_offset_by_time(args: argparse.Namespace, ctx: AdminContext) -> i
 # -- broker settings ----------------------------------------------------------------------------
 
 
-def _broker_target_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_mutually_exclusive_group(required=True)
+def _broker_target_arguments(
+    parser: argparse.ArgumentParser, *, required: bool = True, cluster_flag: str = "--clusterName"
+) -> None:
+    """``-b ADDR`` or ``-c CLUSTER`` (optional: then every master)."""
+    target = parser.add_mutually_exclusive_group(required=required)
     target.add_argument("-b", "--brokerAddr", dest="broker_addr", help="this broker")
     target.add_argument(
-        "-c", "--clusterName", dest="cluster_name", help="every master of this cluster"
+        "-c",
+        cluster_flag,
+        dest="cluster_name",
+        help="every master of this cluster" + ("" if required else " (default: all)"),
     )
 
 
@@ -1281,11 +1287,7 @@ async def broker_status(args: argparse.Namespace, ctx: AdminContext) -> int:
 
 
 def _clean_expired_cq_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("-b", "--brokerAddr", dest="broker_addr", help="this broker")
-    target.add_argument(
-        "-c", "--cluster", dest="cluster_name", help="every master of this cluster (default: all)"
-    )
+    _broker_target_arguments(parser, required=False, cluster_flag="--cluster")
 
 
 @sub_command(
