@@ -169,6 +169,7 @@ class RunResult:
     converged: bool = False
     error: str = ""  # a step that could not run (StepFailed), with the seed and the step
     report: TraceReport | None = None
+    unsettled: dict[str, list[str]] = field(default_factory=dict)  # queue -> holders, at the end
 
     def failures(self) -> list[str]:
         """Why this schedule fails the no-loss rules (empty when it passes)."""
@@ -178,7 +179,14 @@ class RunResult:
         if self.lost:
             out.append(f"{len(self.lost)} acknowledged messages never consumed: {self.lost[:5]}")
         if not self.converged:
-            out.append(f"the group did not converge within {SETTLE_TIMEOUT_S:.0f}s")
+            shown = {
+                mq.split("brokerName=")[-1].rstrip("]"): ids
+                for mq, ids in list(self.unsettled.items())[:6]
+            }
+            out.append(
+                f"the group did not converge within {SETTLE_TIMEOUT_S:.0f}s "
+                f"({len(self.unsettled)} queues not held by exactly one live member: {shown})"
+            )
         if self.schedule.handoff == "fenced" and self.double_ownership_ms:
             out.append(f"double ownership in fenced mode: {self.double_ownership_ms} ms")
         if self.schedule.handoff == "fenced" and self.duplicates.get("graceful"):
@@ -344,7 +352,9 @@ async def run_schedule(
         await c.started()
         return c
 
-    producer = Producer(f"chaos_producer_{tag}", cluster.namesrv_addr, retry_times_when_send_failed=4)
+    producer = Producer(
+        f"chaos_producer_{tag}", cluster.namesrv_addr, retry_times_when_send_failed=4
+    )
     step: Step | None = None
     try:
         await producer.start()
@@ -420,6 +430,18 @@ async def run_schedule(
         ]
         result.converge_ms = max(0, max(changes, default=last_step_ms) - last_step_ms)
         result.report = report
+        if not result.converged:
+            holders = report.holders_now()
+            every = [
+                f"MessageQueue [topic={topic}, brokerName={b}, queueId={q}]"
+                for b in BROKERS
+                for q in range(QUEUES)
+            ]
+            result.unsettled = {
+                mq: holders.get(mq, [])
+                for mq in every
+                if len(holders.get(mq, [])) != 1 or holders[mq][0] not in live
+            }
         result.lost = [k for k in report.never_consumed if k not in oneway]
         # Every kill counts, this schedule's or another's running beside it on the cluster.
         result.duplicates = duplicate_causes(report, records, cluster.kills)
@@ -476,8 +498,11 @@ async def run_seeds(
     results: list[RunResult] = []
     todo = [make_schedule(seed, handoff) for seed in seeds for handoff in handoffs]
     async with ProcessCluster(
-        root / "cluster", brokers=len(BROKERS), settings='flush_disk_type = "SYNC_FLUSH"\n',
-        broker_names=list(BROKERS), trace=True,
+        root / "cluster",
+        brokers=len(BROKERS),
+        settings='flush_disk_type = "SYNC_FLUSH"\n',
+        broker_names=list(BROKERS),
+        trace=True,
     ) as cluster:
         lock = asyncio.Lock()  # one broker kill or name-server restart at a time
         producer_trace = root / "trace-producers.jsonl"
@@ -513,8 +538,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=1, help="schedules at a time (one cluster)")
     args = p.parse_args(argv)
     configure_logging("ERROR")
-    seeds = [args.replay] if args.replay is not None else list(
-        range(args.first, args.first + args.seeds)
+    seeds = (
+        [args.replay]
+        if args.replay is not None
+        else list(range(args.first, args.first + args.seeds))
     )
     handoffs = ["classic", "fenced"] if args.handoff == "both" else [args.handoff]
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:

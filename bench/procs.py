@@ -246,6 +246,9 @@ class ConsumerProcess:
             str(trace),
             "--handoff",
             handoff,
+            # a name server restarting beside it (fault schedules) may take a while under load
+            "--namesrv-wait",
+            "60",
             *extra,
         ]
         self._stderr = self.stderr_path.open("wb")
