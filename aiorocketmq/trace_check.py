@@ -97,7 +97,9 @@ def holder_of(record: dict[str, Any]) -> str:
     holders; ``client_id_of`` gives the client id back.
     """
     pid = record.get("pid")
-    return f"{record.get('client_id', '')}|{pid}" if pid is not None else record.get("client_id", "")
+    return (
+        f"{record.get('client_id', '')}|{pid}" if pid is not None else record.get("client_id", "")
+    )
 
 
 def client_id_of(holder: str) -> str:
@@ -189,6 +191,23 @@ def check(
             consumed_by[f"{r['mq']}@{r['offset']}"].append(holder_of(r))
         elif event == "sent":
             sent.update(f"{r['mq']}@{r['offset'] + i}" for i in range(r.get("count", 1)))
+    # A holding a client never recorded giving up (it left in the middle of acquiring, say)
+    # ends where its broker forgot it: that client's UNREGISTER_CLIENT at the queue's broker.
+    unregistered: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for r in records:
+        if r["event"] == "client_unregistered":
+            unregistered[(str(r.get("client_id", "")), str(r.get("broker", "")))].append(r["ts"])
+    for mq, hs in holdings.items():
+        broker = _broker_of(mq)
+        for h in hs:
+            if h.end is None:
+                after = [
+                    t
+                    for t in unregistered.get((client_id_of(h.client_id), broker), ())
+                    if t >= h.start
+                ]
+                if after:
+                    h.end = min(after)
     for hs in holdings.values():  # a crashed client's holdings end when its channel closed
         for h in hs:
             if h.end is None and client_id_of(h.client_id) in crashed_at:
@@ -229,6 +248,11 @@ def check(
     must = set(expected) if expected is not None else sent
     report.never_consumed = sorted(must - set(consumed_by))
     return report
+
+
+def _broker_of(mq: str) -> str:
+    """``broker-a`` of ``MessageQueue [topic=T, brokerName=broker-a, queueId=0]``."""
+    return mq.split("brokerName=", 1)[1].split(",", 1)[0] if "brokerName=" in mq else ""
 
 
 def _short(mq: str) -> str:

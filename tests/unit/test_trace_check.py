@@ -73,6 +73,26 @@ def test_a_graceful_leave_is_not_a_crash() -> None:
     assert report.crashed_clients == set()
 
 
+def test_a_grant_taken_by_a_client_that_then_left_ends_at_its_unregister() -> None:
+    """A consumer that shuts down between acquiring a queue and adding it records no release:
+    its broker forgets the grant at UNREGISTER_CLIENT, and so does the checker (it once counted
+    such a holding as held for ever, double ownership in fenced mode included)."""
+    report = check(
+        [
+            rec(0, "queue_acquired", client_id="A", mq=Q0, epoch=1),
+            rec(5, "consumer_shutdown", client_id="A"),
+            {"ts": 7, "event": "client_unregistered", "client_id": "A", "broker": "other"},
+            {"ts": 8, "event": "client_unregistered", "client_id": "A", "broker": "b"},
+            rec(20, "queue_acquired", client_id="B", mq=Q0, epoch=2),
+        ]
+    )
+    assert [(h.client_id, h.start, h.end) for h in report.holdings[Q0]] == [
+        ("A", 0, 8),
+        ("B", 20, None),
+    ]
+    assert report.double_ownership_ms == {} and report.holders_now() == {Q0: ["B"]}
+
+
 def test_read_traces_merges_files_and_skips_a_torn_line(tmp_path: Path) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_text(json.dumps(rec(2, "consumed", client_id="A", mq=Q0, offset=0)) + '\n{"ts": 3, "ev')
