@@ -191,21 +191,23 @@ def check(
             consumed_by[f"{r['mq']}@{r['offset']}"].append(holder_of(r))
         elif event == "sent":
             sent.update(f"{r['mq']}@{r['offset'] + i}" for i in range(r.get("count", 1)))
-    # A holding a client never recorded giving up (it left in the middle of acquiring, say)
-    # ends where its broker forgot it: that client's UNREGISTER_CLIENT at the queue's broker.
+    # A holding a client never recorded giving up (it shut down between acquiring a queue and
+    # adding it, say) ends where its broker forgot it: at that client's UNREGISTER_CLIENT at the
+    # queue's broker after the holder's own shutdown (another process with the same client id
+    # leaving ends nothing of this one's).
+    shut_down: dict[str, int] = {}
     unregistered: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in records:
-        if r["event"] == "client_unregistered":
+        if r["event"] == "consumer_shutdown":
+            shut_down.setdefault(holder_of(r), r["ts"])
+        elif r["event"] == "client_unregistered":
             unregistered[(str(r.get("client_id", "")), str(r.get("broker", "")))].append(r["ts"])
     for mq, hs in holdings.items():
-        broker = _broker_of(mq)
         for h in hs:
-            if h.end is None:
-                after = [
-                    t
-                    for t in unregistered.get((client_id_of(h.client_id), broker), ())
-                    if t >= h.start
-                ]
+            if h.end is None and h.client_id in shut_down:
+                since = max(h.start, shut_down[h.client_id])
+                key = (client_id_of(h.client_id), _broker_of(mq))
+                after = [t for t in unregistered.get(key, ()) if t >= since]
                 if after:
                     h.end = min(after)
     for hs in holdings.values():  # a crashed client's holdings end when its channel closed

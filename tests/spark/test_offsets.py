@@ -164,7 +164,7 @@ def test_read_options_parse_case_insensitively_and_name_bad_values() -> None:
     assert opts.fail_on_data_loss is False and opts.pull_group == "g1"
     for options, fragment in [
         ({"topic": "A"}, "nameServer is required"),
-        ({"nameserver": "x:1"}, "topic is required"),
+        ({"nameserver": "x:1"}, "exactly one of the options topic"),
         ({"nameserver": "x:1", "topic": "A,A"}, "names a topic twice"),
         ({"nameserver": "x:1", "topic": "bad topic"}, "option topic"),
         (
@@ -206,13 +206,14 @@ def test_source_objects_carry_settings_only_and_pickle() -> None:
     source = RocketMQDataSource(
         {"nameServer": "127.0.0.1:1", "topic": "T", "startingOffsets": "earliest"}
     )
+    sink = RocketMQDataSource({"nameServer": "127.0.0.1:1", "topic": "T"})
     writer_schema = SCHEMA  # has a binary body and a string topic
     for obj in (
         source,
         source.reader(SCHEMA),
         source.streamReader(SCHEMA),
-        source.writer(writer_schema, False),
-        source.streamWriter(writer_schema, False),
+        sink.writer(writer_schema, False),
+        sink.streamWriter(writer_schema, False),
     ):
         copy = cloudpickle.loads(cloudpickle.dumps(obj))
         assert type(copy) is type(obj)
@@ -224,7 +225,7 @@ def test_source_objects_carry_settings_only_and_pickle() -> None:
     other = StructType([*SCHEMA.fields, StructField("extra", StringType())])
     with pytest.raises(ValueError, match="fixed schema"):
         source.reader(other)
-    with pytest.raises(ValueError, match="endingOffsets is for batch queries only"):
+    with pytest.raises(ValueError, match="endingOffsetsByTimestamp are for batch queries only"):
         RocketMQDataSource(
             {"nameServer": "h:1", "topic": "T", "endingOffsets": "latest"}
         ).streamReader(SCHEMA)
