@@ -439,5 +439,15 @@ class RebalanceImpl:
                 client_id=self.client.client_id,
                 mq=str(mq),
             )
+        # Granted (fenced) but not added yet: the consumer left mid-acquisition. The broker
+        # forgot the grant at UNREGISTER_CLIENT; the trace says the holding ended too.
+        for mq in sorted(set(self.epochs) - set(self.process_queue_table)):
+            tracer.record(
+                "queue_dropped",
+                group=self.consumer_group,
+                client_id=self.client.client_id,
+                mq=str(mq),
+                granted_only=True,
+            )
         self.process_queue_table.clear()
         self.epochs.clear()

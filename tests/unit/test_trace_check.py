@@ -100,3 +100,34 @@ def test_read_traces_merges_files_and_skips_a_torn_line(tmp_path: Path) -> None:
     records = read_traces([a, b])
     assert [r["ts"] for r in records] == [1, 2]
     assert check(records).never_consumed == []
+
+
+def test_a_consumer_leaving_mid_acquisition_traces_the_end_of_its_grants() -> None:
+    """``RebalanceImpl.destroy`` records the grants it holds but had not added yet."""
+    from types import SimpleNamespace
+
+    from aiorocketmq.consumer import AllocateMessageQueueAveragely, MessageModel
+    from aiorocketmq.consumer.rebalance_impl import RebalanceImpl
+    from aiorocketmq.protocol.message_queue import MessageQueue
+    from aiorocketmq.trace import tracer
+
+    mq = MessageQueue("T", "b", 0)
+    impl = RebalanceImpl(
+        "g",
+        MessageModel.CLUSTERING,
+        AllocateMessageQueueAveragely(),
+        SimpleNamespace(client_id="A"),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        fenced=True,
+        epochs={mq: 7},
+    )
+    seen: list[dict[str, Any]] = []
+    tracer.subscribe(seen.append)
+    try:
+        impl.destroy()
+    finally:
+        tracer.unsubscribe(seen.append)
+    assert [(r["event"], r["mq"], r.get("granted_only")) for r in seen] == [
+        ("queue_dropped", str(mq), True)
+    ]
+    assert impl.epochs == {}
