@@ -5,7 +5,13 @@ along; a scripted sequence of joins and leaves runs once with ``handoff="classic
 behaviour) and once with ``handoff="fenced"``. From the protocol trace it prints, side by side:
 duplicates, double-ownership time, unowned time per handoff (p50/p99), and the convergence
 time of each change (p50/p99: from the call to every consumer holding its final AVG share with
-no queue held twice). ``python -m bench.handoff [--rounds N]``.
+no queue held twice). ``python -m bench.handoff [--rounds N] [--consume-ms MS]``.
+
+``--consume-ms MS`` makes every consumer slow: its listener takes MS per message, so each queue
+has messages being consumed at the moment it moves. Duplicates are then counted twice over:
+from the trace (acknowledged deliveries), and as the application sees them (a listener that
+ran for a message another listener had already run for, acknowledged or not: a batch whose
+queue was taken away while it ran is discarded by the client, but its work was done).
 """
 
 from __future__ import annotations
@@ -18,7 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.consumer import ConsumeFromWhere, MessageQueue, PushConsumer
+from aiorocketmq.consumer import (
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    MessageQueue,
+    PushConsumer,
+)
 from aiorocketmq.producer import Message, Producer
 from aiorocketmq.trace import tracer
 from aiorocketmq.trace_check import TraceReport, check
@@ -37,8 +48,18 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def run_mode(procs: BrokerProcesses, handoff: str, rounds: int) -> dict[str, Any]:
+async def run_mode(
+    procs: BrokerProcesses, handoff: str, rounds: int, consume_ms: float = 0.0
+) -> dict[str, Any]:
     group = f"bench_handoff_{handoff}"
+    ran: dict[bytes, int] = {}  # body -> listener runs (what the application saw)
+
+    async def slow(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            await asyncio.sleep(consume_ms / 1000)
+            ran[m.body] = ran.get(m.body, 0) + 1
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
     mq_all = sorted(MessageQueue(TOPIC, procs.broker_name, q) for q in range(QUEUES))
     records: list[dict[str, Any]] = []
     tracer.subscribe(records.append)
@@ -53,13 +74,16 @@ async def run_mode(procs: BrokerProcesses, handoff: str, rounds: int) -> dict[st
             topic=TOPIC,
             handoff=handoff,
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            listener=slow,
         )
 
     async def produce() -> None:
         nonlocal sent
         async with Producer("bench_handoff_producer", procs.namesrv_addr) as p:
             while not stop.is_set():
-                await p.send_batch([Message(TOPIC, b"x" * 64) for _ in range(16)])
+                await p.send_batch(
+                    [Message(TOPIC, b"%08d" % (sent + i) + b"x" * 56) for i in range(16)]
+                )
                 sent += 16
                 await asyncio.sleep(0.01)
 
@@ -108,7 +132,14 @@ async def run_mode(procs: BrokerProcesses, handoff: str, rounds: int) -> dict[st
         f"  {handoff}: convergence per change (ms): "
         + ", ".join(f"{k} {x * 1000:.0f}" for k, x in zip(kinds, convergence, strict=False))
     )
-    return {"report": report, "convergence": convergence, "sent": sent, "lost": lost}
+    repeated = sum(n - 1 for n in ran.values() if n > 1)
+    return {
+        "report": report,
+        "convergence": convergence,
+        "sent": sent,
+        "lost": lost,
+        "app_duplicates": repeated,
+    }
 
 
 def _row(name: str, classic: str, fenced: str) -> str:
@@ -123,6 +154,7 @@ def _summary(result: dict[str, Any]) -> dict[str, str]:
         "messages": f"{result['sent']}",
         "lost": f"{result['lost']}",
         "duplicates": f"{report.duplicate_count}",
+        "app_duplicates": f"{result['app_duplicates']}",
         "double": f"{report.total_double_ownership_ms} ms",
         "handoffs": f"{len(report.handoffs)}",
         "unowned": f"{_pct(unowned, 50):.0f} / {_pct(unowned, 99):.0f} ms",
@@ -131,16 +163,17 @@ def _summary(result: dict[str, Any]) -> dict[str, str]:
     }
 
 
-async def main_async(rounds: int) -> int:
+async def main_async(rounds: int, consume_ms: float = 0.0) -> int:
     print(
         f"Handoff: {CONSUMERS} consumers x {QUEUES} queues, {rounds} joins and {rounds} leaves, "
         "messages flowing (broker in its own process; RocketMQ default timings)"
+        + (f"; each message takes {consume_ms:g} ms to consume" if consume_ms else "")
     )
     with tempfile.TemporaryDirectory(prefix="bench-handoff-") as tmp:
         async with BrokerProcesses(Path(tmp)) as procs:
             await procs.create_topic(TOPIC, QUEUES)
             results = {
-                mode: _summary(await run_mode(procs, mode, rounds))
+                mode: _summary(await run_mode(procs, mode, rounds, consume_ms))
                 for mode in ("classic", "fenced")
             }
     c, f = results["classic"], results["fenced"]
@@ -149,6 +182,7 @@ async def main_async(rounds: int) -> int:
         ("messages", "messages sent"),
         ("lost", "messages lost"),
         ("duplicates", "duplicates (graceful changes)"),
+        ("app_duplicates", "listener runs repeated (application)"),
         ("double", "double-ownership time"),
         ("handoffs", "handoffs"),
         ("unowned", "unowned per handoff p50 / p99"),
@@ -165,11 +199,14 @@ async def main_async(rounds: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.handoff", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--consume-ms", type=float, default=0.0, help="time each message takes to consume"
+    )
     args = parser.parse_args(argv)
     from aiorocketmq.logs import configure_logging
 
     configure_logging("WARNING")
-    return asyncio.run(main_async(args.rounds))
+    return asyncio.run(main_async(args.rounds, args.consume_ms))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
@@ -196,7 +197,7 @@ class ProcessCluster:
         self.brokers.clear()
         self.namesrv = None
 
-    async def __aenter__(self) -> ProcessCluster:
+    async def __aenter__(self) -> Self:
         try:
             await self.start()
         except BaseException:

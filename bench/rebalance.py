@@ -46,12 +46,18 @@ async def _listener(
 
 
 def new_consumer(
-    namesrv: str, name: str, *, group: str = GROUP, topic: str = TOPIC, **kwargs: Any
+    namesrv: str,
+    name: str,
+    *,
+    group: str = GROUP,
+    topic: str = TOPIC,
+    listener: Any = None,
+    **kwargs: Any,
 ) -> PushConsumer:
-    """A push consumer of ``topic`` whose listener accepts everything."""
+    """A push consumer of ``topic`` whose listener (by default) accepts everything."""
     c = PushConsumer(group, namesrv, instance_name=name, **kwargs)
     c.subscribe(topic, "*")
-    c.register_message_listener(_listener)
+    c.register_message_listener(listener or _listener)
     return c
 
 
@@ -140,7 +146,9 @@ async def converge(
                 if not wrong:
                     done.set()
     except TimeoutError:
-        raise TimeoutError(f"the group did not settle: {len(wrong)} queues not as expected") from None
+        raise TimeoutError(
+            f"the group did not settle: {len(wrong)} queues not as expected"
+        ) from None
     finally:
         tracer.unsubscribe(on_event)
 

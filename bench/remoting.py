@@ -35,7 +35,7 @@ QUEUES = 8
 
 
 def _client_apache(namesrv: str, messages: int, size: int) -> list[float]:
-    from rocketmq.client import Message, Producer
+    from rocketmq.client import Message, Producer  # type: ignore[import-untyped]
 
     producer = Producer("bench_apache")
     producer.set_namesrv_addr(namesrv)
