@@ -252,12 +252,23 @@ def duplicate_causes(
     report: TraceReport, records: list[dict[str, Any]], broker_kills: list[tuple[str, int]]
 ) -> dict[str, int]:
     """Deliveries beyond the first, by cause: ``crash`` (a consumer killed, as the checker
-    says), ``broker_crash`` (consumed before and again after its broker's kill -9: the offsets
-    committed since the broker's last flush were lost with it) and ``graceful`` (the rest)."""
+    says), ``broker_crash`` (pulled before its broker's kill -9 and consumed again after it:
+    the offsets committed since the broker's last flush were lost with it; the first pull
+    counts, since a message pulled before the kill may be consumed from the client's buffer
+    after it) and ``graceful`` (the rest)."""
     times: dict[str, list[int]] = {}
+    pulls: dict[str, list[tuple[int, int, int]]] = {}
     for r in records:
         if r["event"] == "consumed":
             times.setdefault(f"{r['mq']}@{r['offset']}", []).append(r["ts"])
+        elif r["event"] == "pull" and "first" in r:
+            pulls.setdefault(str(r["mq"]), []).append((r["ts"], r["first"], r["next"]))
+
+    def first_seen(key: str, consumed: list[int]) -> int:
+        mq, _, offset = key.rpartition("@")
+        fetched = [t for t, lo, hi in pulls.get(mq, ()) if lo <= int(offset) < hi]
+        return min([*fetched, *consumed[:1]])
+
     causes: Counter[str] = Counter()
     crashed = report.crashed_clients
     for key, clients in report.duplicates.items():
@@ -266,7 +277,7 @@ def duplicate_causes(
         broker = key.split("brokerName=", 1)[1].split(",", 1)[0] if "brokerName=" in key else ""
         if any(client_id_of(c) in crashed for c in clients):
             causes["crash"] += extra
-        elif ts and any(b == broker and ts[0] < t <= ts[-1] for b, t in broker_kills):
+        elif ts and any(b == broker and first_seen(key, ts) < t <= ts[-1] for b, t in broker_kills):
             causes["broker_crash"] += extra
         else:
             causes["graceful"] += extra
