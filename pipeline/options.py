@@ -25,7 +25,8 @@ A timestamp gives each queue the offset of its first message stored at or after 
 JSON does not name starts at ``startingOffsets``'s default and ends at the latest offset.
 
 An option name neither list knows is refused, with the closest known name (Spark hands option
-names over lower-cased; ``path`` and ``checkpointLocation`` are Spark's own and pass).
+names over lower-cased; ``path``, ``paths``, ``checkpointLocation`` and ``queryName`` are
+Spark's own and pass).
 
 Writing: ``nameServer``, ``topic`` (the topic of rows without a ``topic`` column, or of every
 row when the data has none), ``tags``, ``keys`` (defaults for rows whose column is null or
@@ -68,7 +69,7 @@ WRITE_OPTIONS = (
     "batchBytes", "sendTimeoutMs",
 )  # fmt: skip
 # Spark's own options, handed to a source or sink beside the user's.
-_SPARK_OPTIONS = ("path", "checkpointLocation")
+_SPARK_OPTIONS = ("path", "paths", "checkpointLocation", "queryName")
 _SYSTEM_TOPIC_PREFIXES = ("%RETRY%", "%DLQ%", "RMQ_SYS_", "rmq_sys_")
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 _UNIT_MS = {
