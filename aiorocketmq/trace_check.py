@@ -192,15 +192,16 @@ def check(
         elif event == "sent":
             sent.update(f"{r['mq']}@{r['offset'] + i}" for i in range(r.get("count", 1)))
     # A holding a client never recorded giving up (it shut down between acquiring a queue and
-    # adding it, say) ends where its broker forgot it: at that client's UNREGISTER_CLIENT at the
-    # queue's broker after the holder's own shutdown (another process with the same client id
-    # leaving ends nothing of this one's).
+    # adding it, say) ends where its broker forgot it: at that client's UNREGISTER_CLIENT (or
+    # its channel's close) at the queue's broker, after the holding began and after the
+    # holder's own shutdown (another process with the same client id leaving ends nothing of
+    # this one's).
     shut_down: dict[str, int] = {}
     unregistered: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in records:
         if r["event"] == "consumer_shutdown":
             shut_down.setdefault(holder_of(r), r["ts"])
-        elif r["event"] == "client_unregistered":
+        elif r["event"] in ("client_unregistered", "channel_closed"):
             unregistered[(str(r.get("client_id", "")), str(r.get("broker", "")))].append(r["ts"])
     for mq, hs in holdings.items():
         for h in hs:

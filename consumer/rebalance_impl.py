@@ -116,6 +116,8 @@ class RebalanceImpl:
         self._cid_cache: dict[None, list[str] | None] = {}
         # One table update at a time (the periodic rebalance and a QueueReleased may overlap).
         self._table_lock = asyncio.Lock()
+        # Set by ``destroy`` (the consumer left): a rebalance pass still running adds nothing.
+        self.destroyed = False
 
     # ---- entry -----------------------------------------------------------------------------
     async def do_rebalance(self, is_order: bool) -> bool:
@@ -340,6 +342,8 @@ class RebalanceImpl:
             candidates.append((mq, epoch, committed))
         offsets = await self._start_offsets(candidates)
         requests: list[PullRequest] = []
+        if self.destroyed:  # the consumer left while this pass awaited its brokers
+            return changed
         for (mq, epoch, _), next_offset in zip(candidates, offsets, strict=True):
             if next_offset < 0:
                 log.warning(
@@ -428,6 +432,7 @@ class RebalanceImpl:
         return {mq for mq, pq in self.process_queue_table.items() if not pq.dropped}
 
     def destroy(self) -> None:
+        self.destroyed = True
         for task in self._acquire_tasks.values():
             task.cancel()
         self._acquire_tasks.clear()

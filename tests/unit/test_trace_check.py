@@ -131,3 +131,45 @@ def test_a_consumer_leaving_mid_acquisition_traces_the_end_of_its_grants() -> No
         ("queue_dropped", str(mq), True)
     ]
     assert impl.epochs == {}
+
+
+async def test_a_rebalance_pass_that_outlives_its_consumer_adds_nothing() -> None:
+    """The consumer left (``destroy``) while a pass awaited its start offsets: no queue is
+    added after it, so nothing is pulled, and nothing in the trace looks held."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from aiorocketmq.consumer import AllocateMessageQueueAveragely, MessageModel
+    from aiorocketmq.consumer.rebalance_impl import RebalanceImpl
+    from aiorocketmq.protocol.message_queue import MessageQueue
+
+    gate = asyncio.Event()
+    dispatched: list[object] = []
+
+    class Mode:
+        is_push = True
+
+        async def remove_unnecessary_message_queues(self, items: list[object]) -> list[bool]:
+            return [True for _ in items]
+
+        async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+            await gate.wait()
+            return [0 for _ in mqs]
+
+        def dispatch_pull_requests(self, requests: list[object]) -> None:
+            dispatched.extend(requests)
+
+    impl = RebalanceImpl(
+        "g",
+        MessageModel.CLUSTERING,
+        AllocateMessageQueueAveragely(),
+        SimpleNamespace(client_id="A"),  # type: ignore[arg-type]
+        Mode(),  # type: ignore[arg-type]
+    )
+    mq = MessageQueue("T", "b", 0)
+    running = asyncio.ensure_future(impl._update_process_queue_table("T", {mq}, need_lock=False))
+    await asyncio.sleep(0)
+    impl.destroy()
+    gate.set()
+    await running
+    assert impl.process_queue_table == {} and dispatched == []
