@@ -140,6 +140,7 @@ async def consume_main(args: argparse.Namespace) -> int:
         client_config=ClientConfig(rebalance_wait_interval_ms=args.rebalance_interval_ms),
     )
     consumer.subscribe(args.topic, args.expression)
+    stop = _stop_event()
 
     def show(msgs: list[MessageExt]) -> None:
         progress.add(len(msgs))
@@ -155,21 +156,31 @@ async def consume_main(args: argparse.Namespace) -> int:
                 }
                 print(json.dumps(line), flush=True)
 
+    def shown(msgs: list[MessageExt]) -> bool:
+        """Whether the messages went out; stdout closed (``| head``): stop, gracefully."""
+        try:
+            show(msgs)
+        except BrokenPipeError:
+            stop.set()
+            return False
+        return True
+
     async def concurrently(
         msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
     ) -> ConsumeConcurrentlyStatus:
-        show(msgs)
+        if not shown(msgs):
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     async def orderly(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
-        show(msgs)
+        if not shown(msgs):
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         return ConsumeOrderlyStatus.SUCCESS
 
     if args.orderly:
         consumer.register_message_listener(orderly, orderly=True)
     else:
         consumer.register_message_listener(concurrently)
-    stop = _stop_event()
     await consumer.start()
     metrics = None
     if args.metrics_listen:

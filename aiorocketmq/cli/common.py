@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
 import time
 from datetime import datetime
@@ -134,10 +133,17 @@ def timestamp_ms_type(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-def quiet_broken_pipe() -> None:
-    """Die quietly on a closed stdout, as Unix tools do (the default SIGPIPE action)."""
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+def quiet_broken_pipe() -> int:
+    """After a ``BrokenPipeError`` on stdout (``mqadmin ... | head -1``): end quietly, as Unix
+    tools do, with SIGPIPE's status. Stdout is pointed at /dev/null so the interpreter's last
+    flush does not fail again. (SIGPIPE itself stays ignored, as Python sets it: a tool that
+    talks to brokers must not die when a socket's peer goes away.)"""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return 128 + 13
 
 
 class Progress:

@@ -47,7 +47,6 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("-t", "--topic", help="only this topic")
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
-    quiet_broken_pipe()
     try:
         return _command(parser, args)
     except ToolError as e:
@@ -59,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    except BrokenPipeError:
+        return quiet_broken_pipe()
     except KeyboardInterrupt:
         return 130
 

@@ -1375,7 +1375,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``mqadmin``: run one subcommand; 0 on success, 1 on failure."""
     args = build_parser().parse_args(argv)
     configure_logging("ERROR")
-    quiet_broken_pipe()
     try:
         return run(_run(args, sys.stdout))
     except (AdminError, ToolError) as e:
@@ -1384,6 +1383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MQError as e:
         print(f"mqadmin {args.command}: {explain(e, args.namesrv_addr)}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return quiet_broken_pipe()
     except KeyboardInterrupt:
         return 130
 
