@@ -82,7 +82,7 @@ async def run_mode(
         async with Producer("bench_handoff_producer", procs.namesrv_addr) as p:
             while not stop.is_set():
                 await p.send_batch(
-                    [Message(TOPIC, b"%08d" % (sent + i) + b"x" * 56) for i in range(16)]
+                    [Message(TOPIC, f"{handoff}-{sent + i:08d}".encode()) for i in range(16)]
                 )
                 sent += 16
                 await asyncio.sleep(0.01)
