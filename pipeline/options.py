@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aiorocketmq.pipeline.client import DEFAULT_PULL_GROUP
-from aiorocketmq.protocol.validators import check_group, check_topic
+from aiorocketmq.protocol.validators import check_group, check_topic, is_system_topic
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
@@ -70,7 +70,6 @@ WRITE_OPTIONS = (
 )  # fmt: skip
 # Spark's own options, handed to a source or sink beside the user's.
 _SPARK_OPTIONS = ("path", "paths", "checkpointLocation", "queryName")
-_SYSTEM_TOPIC_PREFIXES = ("%RETRY%", "%DLQ%", "RMQ_SYS_", "rmq_sys_")
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 _UNIT_MS = {
     "ms": 1,
@@ -102,10 +101,6 @@ def duration_ms(text: str, *, option: str) -> int:
             f"option {option} must be a duration like 500ms, 30s, 15m or 1h, got {text!r}"
         )
     return int(found[1]) * _UNIT_MS[(found[2] or "ms").lower()]
-
-
-def is_system_topic(topic: str) -> bool:
-    return topic.startswith(_SYSTEM_TOPIC_PREFIXES) or topic in {"TBW102", "SCHEDULE_TOPIC_XXXX"}
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:

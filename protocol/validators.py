@@ -15,11 +15,13 @@ __all__ = [
     "GROUP_MAX_LENGTH",
     "RETRY_GROUP_TOPIC_PREFIX",
     "SYSTEM_TOPICS",
+    "SYSTEM_TOPIC_PREFIXES",
     "TOPIC_MAX_LENGTH",
     "check_group",
     "check_topic",
     "dlq_topic",
     "is_retry_topic",
+    "is_system_topic",
     "retry_topic",
 ]
 
@@ -44,8 +46,7 @@ def _check_name(kind: str, name: str, max_length: int) -> None:
         )
     if len(name) > max_length:
         raise InvalidArgument(
-            f"the specified {kind}[{name[:20]}...] is longer than {kind} max length "
-            f"{max_length}."
+            f"the specified {kind}[{name[:20]}...] is longer than {kind} max length {max_length}."
         )
 
 
@@ -72,6 +73,15 @@ def retry_topic(group: str) -> str:
 def dlq_topic(group: str) -> str:
     """``%DLQ%<group>``: where messages go after max reconsume times."""
     return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+# Names of RocketMQ's own topics: per-group retry and dead-letter topics, system topics.
+SYSTEM_TOPIC_PREFIXES = (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX, "RMQ_SYS_", "rmq_sys_")
+
+
+def is_system_topic(topic: str) -> bool:
+    """A retry, dead-letter or system topic (not an application's)."""
+    return topic.startswith(SYSTEM_TOPIC_PREFIXES) or topic in SYSTEM_TOPICS
 
 
 def is_retry_topic(topic: str) -> bool:

@@ -21,18 +21,19 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.nameserver.client import NameServerClient, parse_namesrv_addr
 from aiorocketmq.protocol.errors import MQError, SubscriptionGroupNotExist
 from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.validators import is_system_topic
 
 __all__ = ["ClusterSource", "GroupView"]
 
 log = get_logger("aiorocketmq.dashboard")
 
-# Topics and groups of the cluster's own machinery, hidden unless asked for.
-_SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%", "RMQ_SYS_", "rmq_sys_")
-_SYSTEM_NAMES = {"TBW102", "SCHEDULE_TOPIC_XXXX", "TOOLS_CONSUMER", "DefaultCluster"}
+# Groups of the cluster's own machinery (the tools', the cluster name), hidden unless asked for.
+_SYSTEM_GROUPS = {"TOOLS_CONSUMER", "DefaultCluster"}
 
 
 def is_system(name: str) -> bool:
-    return name.startswith(_SYSTEM_PREFIXES) or name in _SYSTEM_NAMES
+    """A system topic (``is_system_topic``), or a group of the tools."""
+    return is_system_topic(name) or name in _SYSTEM_GROUPS
 
 
 def _now_ms() -> int:
