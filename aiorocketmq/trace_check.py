@@ -23,6 +23,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from aiorocketmq.protocol.message_queue import MessageQueue
+
 __all__ = [
     "Handoff",
     "Holding",
@@ -255,13 +257,13 @@ def check(
 
 def _broker_of(mq: str) -> str:
     """``broker-a`` of ``MessageQueue [topic=T, brokerName=broker-a, queueId=0]``."""
-    return mq.split("brokerName=", 1)[1].split(",", 1)[0] if "brokerName=" in mq else ""
+    queue = MessageQueue.parse(mq)
+    return "" if queue is None else queue.broker_name
 
 
 def _short(mq: str) -> str:
-    if "brokerName=" not in mq:
-        return mq
-    return mq.split("brokerName=")[1].rstrip("]").replace(", queueId=", ":")
+    queue = MessageQueue.parse(mq)
+    return mq if queue is None else f"{queue.broker_name}:{queue.queue_id}"
 
 
 def format_report(report: TraceReport) -> str:

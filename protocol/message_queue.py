@@ -7,11 +7,14 @@ strategy hashes that string and every consumer must compute the same ring.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from aiorocketmq.protocol.v1 import common_pb2
 
 __all__ = ["MessageQueue"]
+
+_STR = re.compile(r"^MessageQueue \[topic=(.+), brokerName=(.+), queueId=(-?\d+)\]$")
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -38,3 +41,9 @@ class MessageQueue:
     def from_proto(cls, mq: common_pb2.MessageQueue) -> MessageQueue:
         """Read the wire form."""
         return cls(mq.topic, mq.broker_name, mq.queue_id)
+
+    @classmethod
+    def parse(cls, text: str) -> MessageQueue | None:
+        """The queue ``str()`` wrote (as traces record it), or None for anything else."""
+        found = _STR.match(text)
+        return None if found is None else cls(found[1], found[2], int(found[3]))

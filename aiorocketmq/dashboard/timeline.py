@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.validators import RETRY_GROUP_TOPIC_PREFIX, is_retry_topic
 from aiorocketmq.trace_check import check, client_id_of
 
 __all__ = ["Bar", "Mark", "Timeline", "TimelineEvent", "TraceError", "parse_trace"]
@@ -217,12 +219,11 @@ class Timeline:
 def _short(queue: str) -> str:
     """``T broker-a:3`` for RocketMQ's ``MessageQueue [topic=T, brokerName=broker-a, queueId=3]``
     (a retry topic is ``%RETRY%``)."""
-    if "brokerName=" not in queue or "topic=" not in queue:
+    mq = MessageQueue.parse(queue)
+    if mq is None:
         return queue
-    topic = queue.split("topic=", 1)[1].split(",", 1)[0]
-    broker = queue.split("brokerName=", 1)[1].split(",", 1)[0]
-    queue_id = queue.split("queueId=", 1)[1].rstrip("]")
-    return f"{'%RETRY%' if topic.startswith('%RETRY%') else topic} {broker}:{queue_id}"
+    topic = RETRY_GROUP_TOPIC_PREFIX if is_retry_topic(mq.topic) else mq.topic
+    return f"{topic} {mq.broker_name}:{mq.queue_id}"
 
 
 def parse_trace(text: str) -> list[dict[str, Any]]:

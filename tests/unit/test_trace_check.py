@@ -173,3 +173,11 @@ async def test_a_rebalance_pass_that_outlives_its_consumer_adds_nothing() -> Non
     gate.set()
     await running
     assert impl.process_queue_table == {} and dispatched == []
+
+
+def test_a_queue_reads_back_from_its_string() -> None:
+    from aiorocketmq.protocol.message_queue import MessageQueue
+
+    mq = MessageQueue("%RETRY%g", "broker-a", 12)
+    assert MessageQueue.parse(str(mq)) == mq
+    assert MessageQueue.parse("broker-a:12") is None
