@@ -43,6 +43,7 @@ from typing import Any
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.producer import Message, Producer
 from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.rpc import call
 from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.runtime import run
@@ -274,7 +275,8 @@ def duplicate_causes(
     for key, clients in report.duplicates.items():
         extra = len(clients) - 1
         ts = sorted(times.get(key, []))
-        broker = key.split("brokerName=", 1)[1].split(",", 1)[0] if "brokerName=" in key else ""
+        queue = MessageQueue.parse(key.rpartition("@")[0])
+        broker = "" if queue is None else queue.broker_name
         if any(client_id_of(c) in crashed for c in clients):
             causes["crash"] += extra
         elif ts and any(b == broker and first_seen(key, ts) < t <= ts[-1] for b, t in broker_kills):
@@ -443,11 +445,7 @@ async def run_schedule(
         result.report = report
         if not result.converged:
             holders = report.holders_now()
-            every = [
-                f"MessageQueue [topic={topic}, brokerName={b}, queueId={q}]"
-                for b in BROKERS
-                for q in range(QUEUES)
-            ]
+            every = [str(MessageQueue(topic, b, q)) for b in BROKERS for q in range(QUEUES)]
             result.unsettled = {
                 mq: holders.get(mq, [])
                 for mq in every
