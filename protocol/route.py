@@ -19,7 +19,7 @@ MASTER_ID = 0
 def route_to_subscribe_queues(topic: str, route: common_pb2.TopicRouteData) -> set[MessageQueue]:
     """The queues a consumer of ``topic`` may be allocated."""
     return {
-        MessageQueue(topic, qd.broker_name, i)
+        MessageQueue.interned(topic, qd.broker_name, i)
         for qd in route.queue_datas
         if PermName.is_readable(qd.perm)
         for i in range(qd.read_queue_nums)
