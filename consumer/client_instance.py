@@ -88,6 +88,9 @@ class MQClientInstance:
         self._route_lock = asyncio.Lock()
         self.running = False
         self.notifications_received = 0
+        # group -> the members the last NOTIFY_CONSUMER_IDS_CHANGED carried, until a rebalance
+        # pass takes them (instead of asking a broker with GET_CONSUMER_LIST_BY_GROUP).
+        self.notified_consumer_ids: dict[str, list[str]] = {}
         # From a change of a group (or the start) to the rebalance pass that settles it.
         self.convergence = ConvergenceClock()
 
@@ -163,12 +166,12 @@ class MQClientInstance:
         self.convergence.changed(time.monotonic())  # a join: settled at its first balanced pass
 
     async def unregister_consumer(self, group: str) -> None:
-        """Leave the group on every broker (UNREGISTER_CLIENT): the brokers notify the group."""
+        """Leave the group on every broker at once (UNREGISTER_CLIENT): the brokers notify the
+        group. At once, so that they all tell the group about the same membership together;
+        one after the other, a rebalance woken by the first could ask one not told yet."""
         self.consumer_table.pop(group, None)
-        for addr, channel in list(self.channels.items()):
-            channel_id = channel.channel_id
-            if channel_id is None:
-                continue
+
+        async def leave(addr: str, channel_id: str) -> None:
             request = broker_pb2.UnregisterClientRequest(
                 channel_id=channel_id, client_id=self.client_id, consumer_group=group
             )
@@ -176,6 +179,14 @@ class MQClientInstance:
                 await call(self.brokers.stub(addr).UnregisterClient, request, self._timeout())
             except MQError as e:
                 log.warning("unregister client failed", addr=addr, group=group, error=str(e))
+
+        await asyncio.gather(
+            *(
+                leave(addr, channel.channel_id)
+                for addr, channel in list(self.channels.items())
+                if channel.channel_id is not None
+            )
+        )
 
     def _pull_handler(self, group: str) -> PullHandler | None:
         consumer = self.consumer_table.get(group)
@@ -275,6 +286,11 @@ class MQClientInstance:
             return None
         return await self._channel(addr).wait_ready(self._timeout())
 
+    def take_notified_consumer_ids(self, group: str) -> list[str] | None:
+        """The members the latest notification for ``group`` carried, once (None if none came
+        since the last pass took them): a rebalance pass uses them instead of asking a broker."""
+        return self.notified_consumer_ids.pop(group, None)
+
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
         """GET_CONSUMER_LIST_BY_GROUP from one broker of the topic; None when it cannot say."""
         route = self.topic_route_table.get(topic)
@@ -330,19 +346,23 @@ class MQClientInstance:
     def _on_channel_event(self, addr: str, event: broker_pb2.ChannelEvent) -> None:
         kind = event.WhichOneof("event")
         if kind == "notify_consumer_ids_changed":
+            notify = event.notify_consumer_ids_changed
             self.notifications_received += 1
             self.convergence.changed(time.monotonic())
+            if notify.consumer_id_list:  # our brokers send the members along
+                self.notified_consumer_ids[notify.consumer_group] = list(notify.consumer_id_list)
             tracer.record(
                 "notify_received",
                 client_id=self.client_id,
                 addr=addr,
-                group=event.notify_consumer_ids_changed.consumer_group,
+                group=notify.consumer_group,
+                members=len(notify.consumer_id_list),
             )
             log.info(
                 "NOTIFY_CONSUMER_IDS_CHANGED received",
                 client_id=self.client_id,
                 addr=addr,
-                group=event.notify_consumer_ids_changed.consumer_group,
+                group=notify.consumer_group,
             )
             self.rebalance_immediately()
         elif kind == "queue_released":

@@ -43,6 +43,12 @@ __all__ = ["RebalanceImpl", "RebalanceMode"]
 log = get_logger("aiorocketmq.consumer.rebalance")
 
 
+def _queue_order(mq: MessageQueue) -> tuple[str, str, int]:
+    """RocketMQ's order of queues (topic, broker, id), as a key: sorting by it is several times
+    faster than by the dataclass's own comparisons."""
+    return (mq.topic, mq.broker_name, mq.queue_id)
+
+
 class RebalanceMode(Protocol):
     """What differs between push (concurrent/orderly) and lite pull consumers."""
 
@@ -70,6 +76,7 @@ class RebalanceMode(Protocol):
 class ConsumerIdSource(Protocol):
     client_id: str
 
+    def take_notified_consumer_ids(self, group: str) -> list[str] | None: ...
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None: ...
 
 
@@ -114,6 +121,8 @@ class RebalanceImpl:
         # The last allocation per topic (the fenced handoff acquires a released queue from it).
         self.allocation: dict[str, set[MessageQueue]] = {}
         self._cid_cache: dict[None, list[str] | None] = {}
+        self._sorted_mq_all: dict[str, tuple[set[MessageQueue], list[MessageQueue]]] = {}
+        self._bad_members_logged = False
         # One table update at a time (the periodic rebalance and a QueueReleased may overlap).
         self._table_lock = asyncio.Lock()
         # Set by ``destroy`` (the consumer left): a rebalance pass still running adds nothing.
@@ -168,7 +177,23 @@ class RebalanceImpl:
                 topic=topic,
             )
             return True
-        mq_all = sorted(mq_set)
+        if self.client.client_id not in cid_all:
+            # Empty, or stale (a broker that has not seen our heartbeat yet, or lost it in a
+            # restart): an allocation from it would give us nothing and drop every queue we
+            # hold. Make none; the next pass (1 s, or the next notification) asks again.
+            if not self._bad_members_logged:
+                self._bad_members_logged = True
+                log.warning(
+                    "doRebalance, but the group's consumer ids do not include this client: "
+                    "no allocation from them, queues kept, asking again",
+                    group=self.consumer_group,
+                    topic=topic,
+                    client_id=self.client.client_id,
+                    members=len(cid_all),
+                )
+            return False
+        self._bad_members_logged = False
+        mq_all = self._sorted_queues(topic, mq_set)
         cid_all = sorted(cid_all)
         strategy = self.allocate_message_queue_strategy
         try:
@@ -214,16 +239,27 @@ class RebalanceImpl:
             self._keep_acquiring(topic)
         return balanced
 
+    def _sorted_queues(self, topic: str, mq_set: set[MessageQueue]) -> list[MessageQueue]:
+        """``mq_set`` sorted, kept until the route gives a new set: a pass at 4,096 queues
+        would otherwise spend tens of milliseconds sorting the same queues again."""
+        cached = self._sorted_mq_all.get(topic)
+        if cached is None or cached[0] is not mq_set:
+            cached = self._sorted_mq_all[topic] = (mq_set, sorted(mq_set, key=_queue_order))
+        return cached[1]
+
     async def _consumer_ids(self, topic: str) -> list[str] | None:
         """The group's client ids, asked once per rebalance pass (not once per topic).
 
         Where we differ from RocketMQ: it asks a broker of each topic; every broker keeps the
-        same group membership, so one answer serves all the topics of the pass.
+        same group membership, so one answer serves all the topics of the pass. And when the
+        pass follows a notification that carried the members (our brokers send them), it uses
+        those: a change among 1,000 consumers is then not followed by 1,000 requests.
         """
         if None not in self._cid_cache:
-            self._cid_cache[None] = await self.client.find_consumer_id_list(
-                topic, self.consumer_group
-            )
+            ids = self.client.take_notified_consumer_ids(self.consumer_group)
+            if ids is None:
+                ids = await self.client.find_consumer_id_list(topic, self.consumer_group)
+            self._cid_cache[None] = ids
         return self._cid_cache[None]
 
     # ---- the table -------------------------------------------------------------------------

@@ -597,9 +597,13 @@ class DefaultConsumerIdsChangeListener:
         """Offer the notification to each channel now; how many accepted it."""
         targets = list(channels)
         sent = 0
-        # One message for all: it is never mutated after this point.
+        # One message for all: it is never mutated after this point. It carries the members
+        # (the channels' client ids, GET_CONSUMER_LIST_BY_GROUP's answer), so the thousand
+        # rebalances it triggers need not each ask for them.
         event = broker_pb2.ChannelEvent(
-            notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(consumer_group=group)
+            notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(
+                consumer_group=group, consumer_id_list=[c.client_id for c in targets]
+            )
         )
         for channel in targets:
             if channel.offer(event):

@@ -51,10 +51,12 @@ class ChannelOpened(_message.Message):
     def __init__(self, channel_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addr: _Optional[str] = ...) -> None: ...
 
 class NotifyConsumerIdsChanged(_message.Message):
-    __slots__ = ("consumer_group",)
+    __slots__ = ("consumer_group", "consumer_id_list")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_ID_LIST_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
-    def __init__(self, consumer_group: _Optional[str] = ...) -> None: ...
+    consumer_id_list: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, consumer_group: _Optional[str] = ..., consumer_id_list: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class QueueReleased(_message.Message):
     __slots__ = ("consumer_group", "message_queue")

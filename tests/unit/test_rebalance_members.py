@@ -1,0 +1,144 @@
+"""Where a rebalance pass gets the group's members, and what it does with a bad list.
+
+Our brokers send the members with NOTIFY_CONSUMER_IDS_CHANGED; the pass that follows uses them
+instead of asking (GET_CONSUMER_LIST_BY_GROUP), so a change among 1,000 consumers is not
+followed by 1,000 requests. A list without this client (empty, or from a broker that has not
+seen its heartbeat) makes no allocation: RocketMQ's rule, and nothing held is dropped.
+"""
+
+from __future__ import annotations
+
+from aiorocketmq.broker.client.channel import Channel
+from aiorocketmq.broker.client.consumer_manager import DefaultConsumerIdsChangeListener
+from aiorocketmq.consumer import AllocateMessageQueueAveragely, MessageModel
+from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.rebalance_impl import RebalanceImpl
+from aiorocketmq.protocol.message_queue import MessageQueue
+from tests.helpers import capture_logs
+
+T = "T"
+QUEUES = {MessageQueue(T, "b", i) for i in range(4)}
+
+
+class Members:
+    """A consumer-id source: what the last notification carried, and what a broker answers."""
+
+    def __init__(self, client_id: str, answer: list[str] | None) -> None:
+        self.client_id = client_id
+        self.answer = answer
+        self.notified: dict[str, list[str]] = {}
+        self.asked = 0
+
+    def take_notified_consumer_ids(self, group: str) -> list[str] | None:
+        return self.notified.pop(group, None)
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
+        self.asked += 1
+        return self.answer
+
+
+class Mode:
+    is_push = True
+
+    def __init__(self) -> None:
+        self.removed: list[MessageQueue] = []
+
+    async def before_rebalance(self) -> None:
+        pass
+
+    async def remove_unnecessary_message_queues(
+        self, items: list[tuple[MessageQueue, ProcessQueue]]
+    ) -> list[bool]:
+        self.removed.extend(mq for mq, _ in items)
+        return [True for _ in items]
+
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+        return [0 for _ in mqs]
+
+    def dispatch_pull_requests(self, requests: list[object]) -> None:
+        pass
+
+    async def message_queue_changed(
+        self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
+    ) -> None:
+        pass
+
+
+def rebalance(members: Members, mode: Mode | None = None) -> RebalanceImpl:
+    impl = RebalanceImpl(
+        "g",
+        MessageModel.CLUSTERING,
+        AllocateMessageQueueAveragely(),
+        members,
+        mode or Mode(),  # type: ignore[arg-type]
+    )
+    impl.subscription_inner[T] = ("*", 1)
+    impl.topic_subscribe_info_table[T] = QUEUES
+    return impl
+
+
+async def test_a_pass_after_a_notification_uses_its_members_without_asking() -> None:
+    members = Members("a", answer=["a"])
+    impl = rebalance(members)
+    members.notified["g"] = ["b", "a"]
+    assert await impl.do_rebalance(False)
+    assert members.asked == 0
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {0, 1}  # a of [a, b]
+    # The members are used once: the next pass (the 20 s one) asks a broker again.
+    assert await impl.do_rebalance(False)
+    assert members.asked == 1
+    assert impl.assigned_queues() == QUEUES
+
+
+async def test_members_without_this_client_make_no_allocation_and_drop_nothing() -> None:
+    members = Members("a", answer=["a"])
+    mode = Mode()
+    impl = rebalance(members, mode)
+    assert await impl.do_rebalance(False)
+    assert impl.assigned_queues() == QUEUES
+    with capture_logs() as logs:
+        for bad in (["b", "c"], [], ["b"]):  # stale, empty, stale again
+            members.answer = bad
+            assert not await impl.do_rebalance(False)  # unbalanced: the service retries in 1 s
+    assert impl.assigned_queues() == QUEUES and mode.removed == []
+    warned = [e for e in logs if "do not include this client" in str(e.get("event"))]
+    assert len(warned) == 1  # logged once, not on every retry
+    # A good list again: allocation resumes (and a later bad one is logged again).
+    members.answer = ["a", "b"]
+    assert await impl.do_rebalance(False)
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {0, 1}
+    assert sorted(mq.queue_id for mq in mode.removed) == [2, 3]
+
+
+def test_the_broker_sends_the_members_with_the_notification() -> None:
+    notifier = DefaultConsumerIdsChangeListener()
+    c1, c2 = Channel("1", "cid-1", "a:1"), Channel("2", "cid-2", "a:2")
+    assert notifier.notify_consumer_change("G", [c1, c2]) == 2
+    for channel in (c1, c2):
+        notify = channel.outbox.get_nowait().notify_consumer_ids_changed
+        assert notify.consumer_group == "G"
+        assert list(notify.consumer_id_list) == ["cid-1", "cid-2"]
+
+
+async def test_the_client_keeps_the_members_of_the_latest_notification_until_taken() -> None:
+    from aiorocketmq.consumer.client_instance import MQClientInstance
+    from aiorocketmq.protocol.v1 import broker_pb2
+
+    client = MQClientInstance("127.0.0.1@a", "127.0.0.1:1")
+    try:
+
+        def notify(*ids: str) -> broker_pb2.ChannelEvent:
+            return broker_pb2.ChannelEvent(
+                notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(
+                    consumer_group="g", consumer_id_list=ids
+                )
+            )
+
+        client._on_channel_event("b1:1", notify("x", "a"))
+        client._on_channel_event("b2:1", notify("y", "a"))  # the latest wins
+        client._on_channel_event("b3:1", notify())  # a broker that sends none changes nothing
+        assert client.take_notified_consumer_ids("g") == ["y", "a"]
+        assert client.take_notified_consumer_ids("g") is None
+        assert client.notifications_received == 3
+    finally:
+        await client.namesrv.close()
