@@ -62,6 +62,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
@@ -269,35 +270,28 @@ def md5_hash64(key: str) -> int:
 
 
 class AllocateMessageQueueConsistentHashBounded:
-    """``CONSISTENT_HASH_BOUNDED`` (ours): rendezvous hashing with bounded loads.
+    """``CONSISTENT_HASH_BOUNDED`` (ours): a hash ring with bounded loads.
 
-    Not in RocketMQ. Rendezvous (highest-random-weight) hashing, Thaler and Ravishankar (1998):
-    every pair of a queue and a consumer has a weight, ``hash_function(str(mq) + "|" + cid)``,
-    and a queue goes to the consumer that weighs most for it. Bounded loads, after Mirrokni,
-    Thorup and Zadimoghaddam, "Consistent Hashing with Bounded Loads" (2018): each consumer
-    holds at most ``ceil((1 + epsilon) * n / c)`` queues. The pairs are taken heaviest first;
-    a pair assigns its queue to its consumer unless the queue already has an owner or the
-    consumer is full. So each queue gets the heaviest consumer that still had room when its
-    turn came, and the result is the stable matching of queues and consumers: no queue and
-    consumer would both rather have each other than what they hold. As ``c`` times the
-    capacity is at least ``n``, every queue finds a place.
+    Not in RocketMQ. The ring is ``CONSISTENT_HASH``'s: ``virtual_node_cnt`` points per
+    consumer at ``hash_function(cid + "-" + i)``; a queue sits at ``hash_function(str(mq))`` and
+    prefers the consumers in the order its clockwise walk meets them, the nearest first. Bounded
+    loads, after Mirrokni, Thorup and Zadimoghaddam, "Consistent Hashing with Bounded Loads"
+    (2018): each consumer holds at most ``ceil((1 + epsilon) * n / c)`` queues. A full
+    consumer keeps the queues nearest to it (ties: the smaller ``str(mq)``) and the others walk
+    on. The result is the stable matching of queues and consumers (queue-proposing deferred
+    acceptance): no queue and consumer would both rather have each other than what they hold,
+    and it does not depend on the order of ``mq_all`` or ``cid_all``. With room for everyone
+    (a large ``epsilon``) it is ``CONSISTENT_HASH`` on the same ring.
 
     What it gives: every consumer holds at most the capacity (no consumer gets the long arc of
-    plain consistent hashing), and a join or a leave moves few queues: the ``n / (c + 1)`` the
-    joiner takes or the leaver hands over, plus the few that a consumer with new room takes
-    back from an overflow, 1.1 to 1.3 times that ideal in our measurements. The exception is a
-    change of ``c`` that steps a small capacity (4 to 6 queues) by one, as a leave from 32 to
-    31 consumers of 128 queues does (5 to 6): every full consumer then takes back a queue it
-    had overflowed, about 3 times the ideal (and the join from 31 to 32 as many, the other way).
-    ``docs/allocation.md`` has the figures. Each consumer computes the whole assignment and
-    keeps its own share.
+    plain consistent hashing), and a join or a leave moves few queues: those on the arcs the
+    joiner takes or the leaver frees, plus the few that overflow a full consumer.
+    ``docs/allocation.md`` and ``bench.allocation`` have the figures.
 
-    The default weight is :func:`md5_hash64` (64 bits, so that ties are rare); equal weights
-    are ordered by consumer id, then by queue. The result is a function of the *sets* of queues
-    and consumers, whatever the order of ``mq_all`` and ``cid_all``.
-
-    ``virtual_node_cnt`` is accepted for compatibility with the ring-based version of this
-    strategy and ignored: rendezvous hashing has no ring and no virtual nodes.
+    Cost: the ring is cached per membership and built from cached per-consumer points, so a
+    change of one consumer among 1,000 hashes only its points; the matching is O(n log n) and
+    computed once per process for all the consumers that ask (they all need the same whole
+    assignment, of which each keeps its share). The default weight is :func:`md5_hash64`.
     """
 
     name = "CONSISTENT_HASH_BOUNDED"
@@ -308,8 +302,11 @@ class AllocateMessageQueueConsistentHashBounded:
         epsilon: float = 0.25,
         hash_function: HashFunction | None = None,
     ):
+        if virtual_node_cnt < 1:
+            raise ValueError(f"illegal virtualNodeCnt :{virtual_node_cnt}")
         if not epsilon >= 0:  # also refuses NaN
             raise ValueError(f"illegal epsilon :{epsilon}")
+        self.virtual_node_cnt = virtual_node_cnt
         self.epsilon = epsilon
         self.hash_function: HashFunction = (
             hash_function if hash_function is not None else md5_hash64
@@ -328,20 +325,30 @@ class AllocateMessageQueueConsistentHashBounded:
     ) -> list[MessageQueue]:
         if not _check(consumer_group, current_cid, mq_all, cid_all):
             return []
-        owners = self.assignment(mq_all, cid_all)
-        return [mq for mq in mq_all if owners[mq] == current_cid]
+        return list(self._shares(mq_all, cid_all).get(current_cid, ()))
 
     def assignment(
         self, mq_all: Iterable[MessageQueue], cid_all: Iterable[str]
     ) -> dict[MessageQueue, str]:
         """The owner of every queue: the whole answer, of which ``allocate`` keeps a share."""
+        return {
+            mq: cid for cid, mqs in self._shares(list(mq_all), list(cid_all)).items() for mq in mqs
+        }
+
+    def _shares(
+        self, mq_all: list[MessageQueue], cid_all: list[str]
+    ) -> dict[str, tuple[MessageQueue, ...]]:
         compute = (
-            _bounded_assignment
+            _bounded_shares
             if isinstance(self.hash_function, Hashable)
-            else _bounded_assignment.__wrapped__
+            else _bounded_shares.__wrapped__
         )
-        return dict(
-            compute(frozenset(mq_all), frozenset(cid_all), self.epsilon, self.hash_function)
+        return compute(
+            tuple(mq_all),
+            tuple(sorted(set(cid_all))),
+            self.virtual_node_cnt,
+            self.epsilon,
+            self.hash_function,
         )
 
 
@@ -350,32 +357,126 @@ def _capacity(queue_count: int, consumer_count: int, epsilon: float) -> int:
     return math.ceil(round((1 + epsilon) * queue_count / consumer_count, 9))
 
 
-@functools.lru_cache(maxsize=64)
-def _bounded_assignment(
-    mqs: frozenset[MessageQueue],
-    cids: frozenset[str],
+@functools.lru_cache(maxsize=65_536)
+def _cid_points(cid: str, virtual_node_cnt: int, hash_function: HashFunction) -> tuple[int, ...]:
+    """The ring points of one consumer (cached: a change of membership hashes only newcomers)."""
+    return tuple(hash_function(f"{cid}-{i}") for i in range(virtual_node_cnt))
+
+
+class _Ring:
+    """The last ring built, kept so that the next membership (one consumer more or less, as
+    a join or a leave gives) is an edit of it rather than a new sort of every point."""
+
+    cids: frozenset[str] = frozenset()
+    points: list[int] = []
+    owners: list[str] = []
+    args: tuple[int, HashFunction] | None = None
+
+
+def _ring_index(points: list[int], owners: list[str], point: int, cid: str) -> int:
+    """Where (point, cid) is or goes in the ring sorted by (point, consumer)."""
+    i = bisect.bisect_left(points, point)
+    while i < len(points) and points[i] == point and owners[i] < cid:
+        i += 1
+    return i
+
+
+def _bounded_ring(
+    cids: tuple[str, ...], virtual_node_cnt: int, hash_function: HashFunction
+) -> tuple[list[int], list[str]]:
+    """Every consumer's points, sorted by (point, consumer): equal points are all kept."""
+    if not isinstance(hash_function, Hashable):
+        pairs = sorted(
+            (hash_function(f"{cid}-{i}"), cid) for cid in cids for i in range(virtual_node_cnt)
+        )
+        return [p for p, _ in pairs], [c for _, c in pairs]
+    new, last = frozenset(cids), _Ring
+    if last.args == (virtual_node_cnt, hash_function) and len(new ^ last.cids) <= 8:
+        points, owners = list(last.points), list(last.owners)
+        for cid in last.cids - new:
+            for p in _cid_points(cid, virtual_node_cnt, hash_function):
+                i = _ring_index(points, owners, p, cid)
+                del points[i], owners[i]
+        for cid in new - last.cids:
+            for p in _cid_points(cid, virtual_node_cnt, hash_function):
+                i = _ring_index(points, owners, p, cid)
+                points.insert(i, p)
+                owners.insert(i, cid)
+    else:
+        pairs = sorted(
+            (p, cid) for cid in cids for p in _cid_points(cid, virtual_node_cnt, hash_function)
+        )
+        points, owners = [p for p, _ in pairs], [c for _, c in pairs]
+    last.cids, last.points, last.owners = new, points, owners
+    last.args = (virtual_node_cnt, hash_function)
+    return points, owners
+
+
+@functools.lru_cache(maxsize=65_536)
+def _queue_home(mq: MessageQueue, hash_function: HashFunction) -> tuple[int, str]:
+    """Where a queue sits on the ring, and its key (cached: queues outlive memberships)."""
+    key = str(mq)
+    return hash_function(key), key
+
+
+@functools.lru_cache(maxsize=16)
+def _bounded_shares(
+    mqs: tuple[MessageQueue, ...],
+    cids: tuple[str, ...],
+    virtual_node_cnt: int,
     epsilon: float,
     hash_function: HashFunction,
-) -> tuple[tuple[MessageQueue, str], ...]:
-    """The bounded-load assignment, in queue order; cached because every consumer asks for it.
+) -> dict[str, tuple[MessageQueue, ...]]:
+    """Queue-proposing deferred acceptance on the ring; each consumer's share in queue order.
 
-    Greedy over the pairs, heaviest first (ties: consumer id, then queue).
+    A queue proposes to the next consumer its clockwise walk meets (skipping those it already
+    asked); a consumer over capacity rejects its farthest queue, which walks on. The result does
+    not depend on the order of ``mqs``; shares keep that order. Cached: every consumer of a
+    process asks for the same membership (with the same interned queues, so the key compares
+    by identity).
     """
+    if not mqs or not cids:
+        return {}
     capacity = _capacity(len(mqs), len(cids), epsilon)
-    pairs = sorted(
-        (-hash_function(key + "|" + cid), cid, mq)
-        for mq, key in ((mq, str(mq)) for mq in mqs)
-        for cid in cids
-    )
-    load = dict.fromkeys(cids, 0)
-    owner: dict[MessageQueue, str] = {}
-    for _, cid, mq in pairs:
-        if load[cid] < capacity and mq not in owner:
-            owner[mq] = cid
-            load[cid] += 1
-            if len(owner) == len(mqs):
-                break
-    return tuple(sorted(owner.items()))
+    points, owners = _bounded_ring(cids, virtual_node_cnt, hash_function)
+    size = len(points)
+    span = 1 << 64
+    if isinstance(hash_function, Hashable):
+        placed = [_queue_home(mq, hash_function) for mq in mqs]
+    else:
+        placed = [(hash_function(str(mq)), str(mq)) for mq in mqs]
+    homes = [h for h, _ in placed]
+    keys = [k for _, k in placed]
+    position = [bisect.bisect_left(points, h) for h in homes]  # the next point to visit
+    asked: dict[int, set[str]] = {}  # only queues once rejected ask again
+    held: dict[str, list[tuple[int, str, int]]] = {}  # cid -> heap of (-distance, -key, queue)
+    free = list(range(len(mqs)))
+    while free:
+        q = free.pop()
+        i = position[q]
+        seen = asked.get(q)
+        cid = owners[i % size]
+        while seen is not None and cid in seen:  # within one turn it meets every consumer
+            i += 1
+            cid = owners[i % size]
+        position[q] = i + 1
+        distance = (points[i % size] - homes[q]) % span  # within one turn
+        heap = held.setdefault(cid, [])
+        heapq.heappush(heap, (-distance, _neg(keys[q]), q))
+        if len(heap) > capacity:
+            rejected = heapq.heappop(heap)[2]
+            asked.setdefault(rejected, set()).add(cid)
+            free.append(rejected)
+    return {cid: tuple(mqs[q] for q in sorted(q for _, _, q in heap)) for cid, heap in held.items()}
+
+
+class _neg(str):
+    """A string that sorts in reverse: the heap pops the farthest queue, then the larger key."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
 
 
 class AllocateMessageQueueByConfig:

@@ -227,9 +227,10 @@ def test_consistent_hash_virtual_node_count() -> None:
 def _bounded_by_table(
     table: dict[str, int], epsilon: float
 ) -> AllocateMessageQueueConsistentHashBounded:
-    """The strategy with the weights of ``table`` (keys ``str(mq) + "|" + cid``)."""
+    """The strategy on a ring of one point per consumer, placed by ``table``: keys ``cid-0``
+    for the consumers' points and ``str(mq)`` for the queues."""
     return AllocateMessageQueueConsistentHashBounded(
-        epsilon=epsilon, hash_function=table.__getitem__
+        1, epsilon=epsilon, hash_function=table.__getitem__
     )
 
 
@@ -237,26 +238,21 @@ def test_bounded_parameters() -> None:
     bounded = AllocateMessageQueueConsistentHashBounded()
     assert bounded.name == "CONSISTENT_HASH_BOUNDED"
     assert bounded.epsilon == 0.25
+    assert bounded.virtual_node_cnt == 100
     assert bounded.hash_function is md5_hash64
     assert bounded.capacity(128, 32) == 5
     assert bounded.capacity(128, 31) == 6
     assert bounded.capacity(3, 5) == 1
     assert AllocateMessageQueueConsistentHashBounded(epsilon=0.1).capacity(10, 11) == 1  # not 2
     assert AllocateMessageQueueConsistentHashBounded(epsilon=0.5).epsilon == 0.5
+    # (virtual_node_cnt, epsilon, hash_function), positionally, as CONSISTENT_HASH takes them.
+    assert AllocateMessageQueueConsistentHashBounded(7, 0.5, md5_hash).virtual_node_cnt == 7
     with pytest.raises(ValueError, match=r"^illegal epsilon :-0.1$"):
         AllocateMessageQueueConsistentHashBounded(epsilon=-0.1)
     with pytest.raises(ValueError, match=r"^illegal epsilon :nan$"):
         AllocateMessageQueueConsistentHashBounded(epsilon=float("nan"))
-
-
-def test_bounded_accepts_and_ignores_virtual_node_cnt() -> None:
-    # The ring-based version took (virtual_node_cnt, epsilon, hash_function) positionally.
-    mq_all, cid_all = queues(20), cids(6)
-    expected = AllocateMessageQueueConsistentHashBounded().assignment(mq_all, cid_all)
-    for virtual_node_cnt in (0, 1, 100, 400):
-        bounded = AllocateMessageQueueConsistentHashBounded(virtual_node_cnt, 0.25, md5_hash64)
-        assert bounded.epsilon == 0.25
-        assert bounded.assignment(mq_all, cid_all) == expected
+    with pytest.raises(ValueError, match=r"^illegal virtualNodeCnt :0$"):
+        AllocateMessageQueueConsistentHashBounded(0)
 
 
 def test_md5_hash64_is_the_first_8_bytes_of_md5() -> None:
@@ -267,44 +263,51 @@ def test_md5_hash64_is_the_first_8_bytes_of_md5() -> None:
     assert md5_hash64("\u00e9") == int.from_bytes(hashlib.md5(b"\xc3\xa9").digest()[:8], "big")
 
 
-def test_bounded_with_room_for_all_is_plain_rendezvous_hashing() -> None:
-    # A capacity of at least n never binds: every queue goes to its heaviest consumer.
-    mq_all, cid_all = queues(16), cids(5)
-    roomy = AllocateMessageQueueConsistentHashBounded(epsilon=5.0)
-    assert roomy.capacity(16, 5) >= 16
-    expected: dict[str, list[MessageQueue]] = {c: [] for c in cid_all}
-    for mq in mq_all:
-        expected[max(cid_all, key=lambda c: md5_hash64(f"{mq}|{c}"))].append(mq)
+@pytest.mark.parametrize("virtual_node_cnt", [1, 10, 100])
+def test_bounded_with_room_for_all_is_consistent_hash_on_the_same_ring(
+    virtual_node_cnt: int,
+) -> None:
+    # A capacity of at least n never binds: every queue goes to the first point of its walk.
+    mq_all, cid_all = queues(64), cids(8)
+    roomy = AllocateMessageQueueConsistentHashBounded(virtual_node_cnt, 100.0, md5_hash)
+    assert roomy.capacity(64, 8) >= 64
+    ring = AllocateMessageQueueConsistentHash(virtual_node_cnt, md5_hash)
     for c in cid_all:
-        assert roomy.allocate(G, c, mq_all, cid_all) == expected[c]
+        assert roomy.allocate(G, c, mq_all, cid_all) == ring.allocate(G, c, mq_all, cid_all)
 
 
-def test_bounded_a_full_consumer_keeps_its_heaviest_queues() -> None:
-    # a weighs most for every queue; with capacity ceil(1.0 * 3 / 2) = 2 it keeps the two
-    # queues it weighs most, and b, their second choice, gets the third.
+def test_bounded_a_full_consumer_keeps_its_nearest_queues() -> None:
+    # a's point is 100, b's 200; the queues sit at 10, 20 and 30, so all three walk to a
+    # first. With capacity ceil(1.0 * 3 / 2) = 2, a keeps the two nearest (30 and 20) and the
+    # farthest walks on to b.
     mq_all = queues(3)
-    weights = {"a": [30, 20, 10], "b": [1, 2, 3]}
-    table = {f"{mq}|{c}": w[mq.queue_id] for c, w in weights.items() for mq in mq_all}
-    bounded = _bounded_by_table(table, 0.0)
-    assert ids_of(bounded, mq_all, ["a", "b"]) == [[0, 1], [2]]
-    # The weights decide, not the order of the queues.
-    weights["a"].reverse()
-    table = {f"{mq}|{c}": w[mq.queue_id] for c, w in weights.items() for mq in mq_all}
-    bounded = _bounded_by_table(table, 0.0)
-    assert ids_of(bounded, mq_all, ["a", "b"]) == [[1, 2], [0]]
+    table = {"a-0": 100, "b-0": 200} | {str(mq): 10 * (mq.queue_id + 1) for mq in mq_all}
+    assert ids_of(_bounded_by_table(table, 0.0), mq_all, ["a", "b"]) == [[1, 2], [0]]
+    # The ring decides, not the order of the queues: move queue 0 next to a.
+    table = table | {str(mq_all[0]): 95}  # a new table: strategies cache by hash function
+    assert ids_of(_bounded_by_table(table, 0.0), mq_all, ["a", "b"]) == [[0, 2], [1]]
     # Without the bound a takes all three.
-    roomy = _bounded_by_table(table, 1.0)
-    assert ids_of(roomy, mq_all, ["a", "b"]) == [[0, 1, 2], []]
+    assert ids_of(_bounded_by_table(table, 1.0), mq_all, ["a", "b"]) == [[0, 1, 2], []]
 
 
-def test_bounded_orders_equal_weights_by_consumer_then_queue() -> None:
+def test_bounded_walks_past_the_top_of_the_ring() -> None:
+    # A queue beyond the last point wraps to the first one, at the distance of the wrap: the
+    # queue at 250 is farther from a (100) than the one at 50, and is the one a rejects.
     mq_all = queues(2)
-    table = {f"{mq}|{c}": 7 for c in "ab" for mq in mq_all}
-    bounded = _bounded_by_table(table, 0.0)
-    # (a, 0) comes first; then (a, 1), but a is full; then (b, 0), taken; then (b, 1).
-    assert ids_of(bounded, mq_all, ["a", "b"]) == [[0], [1]]
-    assert ids_of(bounded, mq_all, ["b", "a"]) == [[1], [0]]
-    assert ids_of(bounded, mq_all[::-1], ["b", "a"]) == [[1], [0]]
+    table = {"a-0": 100, "b-0": 200, str(mq_all[0]): 50, str(mq_all[1]): 250}
+    assert ids_of(_bounded_by_table(table, 0.0), mq_all, ["a", "b"]) == [[0], [1]]
+    assert ids_of(_bounded_by_table(table, 1.0), mq_all, ["a", "b"]) == [[0, 1], []]
+
+
+def test_bounded_orders_equal_distances_by_queue_then_consumer() -> None:
+    mq_all = queues(2)
+    # Both queues at 50: a keeps the smaller str(mq) (queue 0), queue 1 walks on to b.
+    table = {"a-0": 100, "b-0": 200, str(mq_all[0]): 50, str(mq_all[1]): 50}
+    assert ids_of(_bounded_by_table(table, 0.0), mq_all, ["a", "b"]) == [[0], [1]]
+    assert ids_of(_bounded_by_table(table, 0.0), mq_all[::-1], ["b", "a"]) == [[1], [0]]
+    # Two consumers on one point: the walk meets the smaller id first.
+    table = {"a-0": 100, "b-0": 100, str(mq_all[0]): 50, str(mq_all[1]): 60}
+    assert ids_of(_bounded_by_table(table, 1.0), mq_all, ["b", "a"]) == [[], [0, 1]]
 
 
 def test_bounded_assignment_is_the_union_of_the_shares() -> None:

@@ -155,25 +155,29 @@ def test_bounded_is_a_stable_matching(
 ) -> None:
     """No queue and consumer would both rather have each other than what they hold.
 
-    A pair ranks by weight, heaviest first, then by consumer id, then by queue. Whenever a
-    consumer ranks above a queue's owner for that queue, the consumer is full of queues it
-    ranks above that one. (In particular a queue whose heaviest consumer has room is there.)
+    Both sides rank a pair by the clockwise distance from the queue to the consumer's first
+    point on the ring (a queue: then the consumer id; a consumer: then ``str(mq)``). Whenever a
+    queue ranks a consumer above its owner, that consumer is full of queues it ranks above
+    this one. (In particular a queue whose nearest consumer has room is there.)
     """
-    bounded = AllocateMessageQueueConsistentHashBounded(epsilon=epsilon)
+    bounded = AllocateMessageQueueConsistentHashBounded(10, epsilon=epsilon)
     owner = bounded.assignment(mq_all, cid_all)
-    capacity = bounded.capacity(len(mq_all), len(cid_all))
+    capacity = bounded.capacity(len(mq_all), len(set(cid_all)))
+    h = bounded.hash_function
 
-    def rank(mq: MessageQueue, cid: str) -> tuple[int, str, MessageQueue]:
-        return (-bounded.hash_function(f"{mq}|{cid}"), cid, mq)
+    def distance(mq: MessageQueue, cid: str) -> int:
+        return min((h(f"{cid}-{i}") - h(str(mq))) % (1 << 64) for i in range(10))
 
     held: dict[str, list[MessageQueue]] = {cid: [] for cid in cid_all}
     for mq, cid in owner.items():
         held[cid].append(mq)
     for mq in mq_all:
+        mine = (distance(mq, owner[mq]), owner[mq])
         for cid in cid_all:
-            if rank(mq, cid) < rank(mq, owner[mq]):
-                assert len(held[cid]) == capacity, f"{cid} has room and ranks above for {mq}"
-                assert all(rank(q, cid) < rank(mq, cid) for q in held[cid])
+            if (distance(mq, cid), cid) < mine:
+                assert len(held[cid]) == capacity, f"{cid} has room and is nearer to {mq}"
+                rank = (distance(mq, cid), str(mq))
+                assert all((distance(q, cid), str(q)) < rank for q in held[cid])
 
 
 @settings(max_examples=40, deadline=None)

@@ -99,16 +99,22 @@ class BoundedJoinLeave(JoinLeave):
         assert max(len(share) for share in self.shares.values()) <= capacity
 
     @invariant()
-    def heaviest_consumer_with_room_wins(self) -> None:
-        """Rendezvous hashing where the bound does not bind: if the consumer that weighs most
-        for a queue has room, the queue is its."""
+    def nearest_consumer_with_room_wins(self) -> None:
+        """Consistent hashing where the bound does not bind: if the first consumer on a
+        queue's clockwise walk of the ring has room, the queue is its."""
         bounded = AllocateMessageQueueConsistentHashBounded()
         capacity = bounded.capacity(len(self.mq_all), len(self.members))
         owner = {mq: cid for cid, share in self.shares.items() for mq in share}
         for mq in self.mq_all:
-            heaviest = max(sorted(self.members), key=lambda c: md5_hash64(f"{mq}|{c}"))
-            if len(self.shares[heaviest]) < capacity:
-                assert owner[mq] == heaviest
+            home = md5_hash64(str(mq))
+
+            def distance(cid: str, home: int = home) -> tuple[int, str]:
+                points = (md5_hash64(f"{cid}-{i}") for i in range(bounded.virtual_node_cnt))
+                return min((p - home) % (1 << 64) for p in points), cid
+
+            nearest = min(self.members, key=distance)
+            if len(self.shares[nearest]) < capacity:
+                assert owner[mq] == nearest
 
 
 _settings = settings(max_examples=25, stateful_step_count=15, deadline=None)
