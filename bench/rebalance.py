@@ -1,25 +1,39 @@
-"""Rebalance convergence: how long from a membership change to a settled group.
+"""Rebalance convergence at scale: how long from a membership change to a settled group.
 
-N consumers share Q queues of one topic on one broker (a separate process), at RocketMQ's
-default timings (20 s periodic rebalance, 30 s heartbeat), so the only fast path is the
-notification: heartbeat -> CHANGE -> NOTIFY_CONSUMER_IDS_CHANGED -> each consumer rebalances.
-One consumer joins, then one leaves, repeated; for each change it measures the time from the
-call (``start()`` / ``shutdown()``) to the moment every consumer holds exactly its AVG share and
-no queue is held twice, and prints p50 and p99. ``python -m bench.rebalance``.
+Brokers run as processes (``--brokers``, the topic's queues split evenly over them); the
+consumers run in several worker processes (``bench.rebalance_worker``), each consumer with its
+own client instance and connections, as separate RocketMQ clients would. RocketMQ's default
+timings (20 s periodic rebalance, 30 s heartbeat) leave the notification as the only fast path:
+heartbeat -> CHANGE -> NOTIFY_CONSUMER_IDS_CHANGED -> each consumer rebalances.
 
-Changes are spaced ``SPACING_S`` apart: a joining consumer rebalances twice (its own start,
-then the broker's notification of its own arrival, deferred by RocketMQ's 1 s minimum interval
-between rebalances), so a change within ~2 s of a join waits for that window; that is
-RocketMQ's behaviour, not measured here.
+One consumer joins, then one leaves (the oldest), repeated ``--changes`` times; each change is
+timed from the command (``start()`` / ``shutdown()``) to the protocol-trace event after which
+every queue is held by exactly its final owner (the strategy's answer for the new membership)
+and by nobody else. The workers stream their queue_added/queue_dropped events to this process,
+which tracks holdings in O(1) per event. A settled group is watched for ``SPACING_S`` more; if
+it comes apart, the change is timed to its final settling.
+
+Changes are ``SPACING_S`` apart: a joining consumer rebalances twice (its own start, then the
+broker's notification of its own arrival, deferred by RocketMQ's 1 s minimum interval between
+rebalances), so a change within that window waits for it; that is RocketMQ's behaviour, not
+measured here.
+
+``python -m bench.rebalance [--size 1000x4096] [--strategy AVG] [--handoff classic]``;
+``--sweep`` runs 8 x 32 to 1,000 x 4,096 for AVG and the bounded consistent hash, classic and
+fenced, into a CSV and a plot. The in-process helpers (``new_consumer``, ``converge``) serve
+``bench.handoff``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import csv
+import math
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +45,21 @@ from aiorocketmq.consumer import (
     MessageQueue,
     PushConsumer,
 )
+from aiorocketmq.consumer.allocate import strategy_by_name
 from aiorocketmq.trace import tracer
-from bench.procs import BrokerProcesses
+from bench.procs import ProcessCluster
+from bench.rebalance_worker import queue_key
 
 TOPIC = "BenchRebalance"
 SPACING_S = 2.2
 GROUP = "bench_rebalance"
+SWEEP_SIZES = [(8, 32), (32, 128), (128, 512), (256, 1024), (1000, 4096)]
+SWEEP_MODES = [
+    ("AVG", "classic"),
+    ("AVG", "fenced"),
+    ("CONSISTENT_HASH_BOUNDED", "classic"),
+    ("CONSISTENT_HASH_BOUNDED", "fenced"),
+]
 
 
 async def _listener(
@@ -153,78 +176,526 @@ async def converge(
         tracer.unsubscribe(on_event)
 
 
-async def run_case(
-    procs: BrokerProcesses, consumers_n: int, queues: int, rounds: int
-) -> dict[str, list[float]]:
-    await procs.create_topic(TOPIC, queues)
-    mq_all = sorted(MessageQueue(TOPIC, procs.broker_name, q) for q in range(queues))
-    consumers = [new_consumer(procs.namesrv_addr, f"c{i:03d}") for i in range(consumers_n)]
-    for c in consumers:
-        await c.start()
-    await converge(consumers, mq_all, timeout=60)
-    times: dict[str, list[float]] = {"join": [], "leave": []}
-    try:
-        for r in range(rounds):
-            await asyncio.sleep(SPACING_S)
-            joiner = new_consumer(procs.namesrv_addr, f"j{r:03d}")
-            t0 = time.perf_counter()
-            await joiner.start()
-            consumers.append(joiner)
-            times["join"].append(time.perf_counter() - t0 + await converge(consumers, mq_all))
-            await asyncio.sleep(SPACING_S)
-            leaver = consumers.pop(0)
-            t0 = time.perf_counter()
-            shutdown = asyncio.create_task(leaver.shutdown())
-            await converge(consumers, mq_all, leaving=leaver)
-            times["leave"].append(time.perf_counter() - t0)
-            await shutdown
-    finally:
-        for c in consumers:
-            await c.shutdown()
-    return times
-
-
 def _pct(values: list[float], p: float) -> float:
+    """The nearest-rank percentile (p99 of 100 samples is the 99th smallest)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+    rank = math.ceil(len(ordered) * p / 100)
+    return ordered[min(len(ordered), max(1, rank)) - 1]
 
 
-async def main_async(cases: list[tuple[int, int]], rounds: int) -> int:
-    print("Rebalance convergence: membership change -> every consumer holds its final AVG share,")
-    print(
-        "no queue held twice (RocketMQ default timings; the notification path). Broker: own process."
+def rss_bytes(pid: int) -> int:
+    """Resident memory of process ``pid`` (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass
+class Holdings:
+    """Who holds which queue, from the workers' trace lines, against who should."""
+
+    holders: dict[str, set[str]]
+    expected: dict[str, str] = field(default_factory=dict)
+    wrong: set[str] = field(default_factory=set)
+    settled_at: float | None = None
+    last_event_at: float = 0.0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def _check(self, key: str) -> None:
+        if self.holders[key] == {self.expected.get(key)}:
+            self.wrong.discard(key)
+        else:
+            self.wrong.add(key)
+
+    def expect(self, expected: dict[str, str], now: float) -> None:
+        self.expected = expected
+        self.wrong = set()
+        for key in self.holders:
+            self._check(key)
+        # Already settled: by the last event (the change's events can beat its command's reply).
+        self.settled_at = None if self.wrong else max(self.last_event_at, now)
+        self.changed.set()
+
+    def forget(self, client_id: str) -> None:
+        """A killed consumer holds nothing any more (it records no queue_dropped)."""
+        for held in self.holders.values():
+            held.discard(client_id)
+
+    def event(self, t: float, client_id: str, mark: str, key: str) -> None:
+        held = self.holders.get(key)
+        if held is None:
+            return
+        self.last_event_at = t
+        if mark == "+":
+            held.add(client_id)
+        else:
+            held.discard(client_id)
+        if self.expected:
+            was_settled = not self.wrong
+            self._check(key)
+            if not self.wrong and not was_settled:
+                self.settled_at = t
+            elif self.wrong:
+                self.settled_at = None
+        self.changed.set()
+
+    async def settle(self, timeout: float) -> float:
+        """The time of the event that settled the group (TimeoutError naming what is not)."""
+        try:
+            async with asyncio.timeout(timeout):
+                while self.settled_at is None:
+                    self.changed.clear()
+                    await self.changed.wait()
+        except TimeoutError:
+            sample = sorted(self.wrong)[:5]
+            detail = ", ".join(
+                f"{k}: held by {sorted(self.holders[k])}, expected {self.expected.get(k)}"
+                for k in sample
+            )
+            raise TimeoutError(
+                f"the group did not settle in {timeout:.0f}s: {len(self.wrong)} queues "
+                f"not as expected ({detail})"
+            ) from None
+        return self.settled_at
+
+
+class WorkerProcess:
+    """A ``bench.rebalance_worker`` process: commands in, trace lines out."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, holdings: Holdings) -> None:
+        self.proc = proc
+        self.holdings = holdings
+        self.started: dict[str, tuple[str, float]] = {}
+        self.stopped: dict[str, float] = {}
+        self.arrived = asyncio.Event()
+        self.reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def spawn(
+        cls,
+        namesrv: str,
+        group: str,
+        topic: str,
+        strategy: str,
+        handoff: str,
+        holdings: Holdings,
+        stderr: Path,
+    ) -> WorkerProcess:
+        with stderr.open("ab") as err:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bench.rebalance_worker",
+                "-n",
+                namesrv,
+                "-g",
+                group,
+                "-t",
+                topic,
+                "--strategy",
+                strategy,
+                "--handoff",
+                handoff,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=err,
+                limit=1 << 20,
+            )
+        return cls(proc, holdings)
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            kind, *rest = line.decode().split()
+            if kind == "E":
+                self.holdings.event(float(rest[0]), rest[1], rest[2], rest[3])
+            elif kind == "S":
+                self.started[rest[0]] = (rest[1], float(rest[2]))
+                self.arrived.set()
+            elif kind == "X":
+                self.stopped[rest[0]] = float(rest[1])
+                self.arrived.set()
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+
+    async def client_id(self, name: str, timeout: float) -> str:
+        async with asyncio.timeout(timeout):
+            while name not in self.started:
+                if self.proc.returncode is not None:
+                    raise RuntimeError(f"worker exited with {self.proc.returncode}")
+                self.arrived.clear()
+                await self.arrived.wait()
+        return self.started[name][0]
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            try:
+                self.send("quit")
+                await asyncio.wait_for(self.proc.wait(), 60)
+            except (TimeoutError, ConnectionError):
+                self.proc.kill()
+                await self.proc.wait()
+        await self.reader
+
+
+@dataclass
+class Case:
+    consumers: int
+    queues: int
+    strategy: str = "AVG"
+    handoff: str = "classic"
+    changes: int = 100
+    kills: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.consumers} x {self.queues}"
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    times: dict[str, list[float]]
+    start_s: float
+    broker_bytes_per_consumer: float
+    worker_bytes_per_consumer: float
+    worker_bytes_per_queue: float
+    resettled: int
+
+
+def expected_owners(
+    strategy: str, group: str, mq_all: list[MessageQueue], cids: list[str]
+) -> dict[str, str]:
+    """queue key -> the client id the strategy gives it for this membership."""
+    alloc = strategy_by_name(strategy)
+    cids = sorted(cids)
+    return {queue_key(mq): cid for cid in cids for mq in alloc.allocate(group, cid, mq_all, cids)}
+
+
+async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Path) -> CaseResult:
+    """Start ``case.consumers`` over ``workers_n`` processes, then time the changes."""
+    n_brokers = len(cluster.broker_names)
+    tag = f"{case.consumers}x{case.queues}_{case.strategy}_{case.handoff}".replace("_", "-")
+    topic, group = f"{TOPIC}-{tag}", f"{GROUP}-{tag}"
+    await cluster.create_topic(topic, case.queues // n_brokers)
+    mq_all = sorted(
+        MessageQueue(topic, b, q)
+        for b in cluster.broker_names
+        for q in range(case.queues // n_brokers)
     )
-    print(
-        f"{'consumers x queues':>20} {'change':>7} {'n':>3} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
-    )
-    worst = 0.0
-    with tempfile.TemporaryDirectory(prefix="bench-rebalance-") as tmp:
-        async with BrokerProcesses(Path(tmp)) as procs:
-            for n, q in cases:
-                times = await run_case(procs, n, q, rounds)
-                for kind, values in times.items():
-                    p99 = _pct(values, 99) * 1000
-                    if (n, q) == (32, 128):
-                        worst = max(worst, p99)
-                    print(
-                        f"{f'{n} x {q}':>20} {kind:>7} {len(values):>3} {_pct(values, 50) * 1000:8.1f} "
-                        f"{p99:8.1f} {max(values) * 1000:8.1f}"
-                    )
-    if worst:
-        print(
-            f"target: p99 <= 100 ms for 32 x 128: {'met' if worst <= 100 else 'NOT met'} ({worst:.1f} ms)"
+    holdings = Holdings({queue_key(mq): set() for mq in mq_all})
+    broker_pids = [p.pid for p in cluster.brokers.values()]
+    broker_rss0 = sum(rss_bytes(pid) for pid in broker_pids)
+    workers = [
+        await WorkerProcess.spawn(
+            cluster.namesrv_addr,
+            group,
+            topic,
+            case.strategy,
+            case.handoff,
+            holdings,
+            tmp / "workers.stderr",
         )
+        for _ in range(workers_n)
+    ]
+    await asyncio.sleep(1.0)  # the workers import the library
+    worker_rss0 = sum(rss_bytes(w.proc.pid) for w in workers)
+    members: list[tuple[str, str, WorkerProcess]] = []  # (name, client id, worker), oldest first
+    times: dict[str, list[float]] = {"join": [], "leave": [], "kill": []}
+    resettled = 0
+    try:
+        t_start = time.time()
+        names = [f"c{i:04d}" for i in range(case.consumers)]
+        for w_i, w in enumerate(workers):
+            w.send("start " + " ".join(names[w_i::workers_n]))
+        for i, name in enumerate(names):
+            w = workers[i % workers_n]
+            members.append((name, await w.client_id(name, 60 + case.consumers * 0.5), w))
+        holdings.expect(
+            expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), time.time()
+        )
+        start_s = await holdings.settle(120 + case.consumers * 0.5) - t_start
+        await asyncio.sleep(SPACING_S)
+        broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
+        worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
+        for i in range(case.changes):
+            kind = "join" if i % 2 == 0 else "leave"
+            if kind == "join":
+                name, w = f"j{i:04d}", workers[i % workers_n]
+                t0 = time.time()
+                w.send(f"start {name}")
+                members.append((name, await w.client_id(name, 60), w))
+            else:
+                name, _, w = members.pop(0)
+                t0 = time.time()
+                w.send(f"stop {name}")
+            holdings.expect(
+                expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), t0
+            )
+            await holdings.settle(60)
+            await asyncio.sleep(SPACING_S)
+            if holdings.settled_at is None:  # it came apart after settling: time the final one
+                resettled += 1
+                await holdings.settle(60)
+            assert holdings.settled_at is not None
+            times[kind].append(holdings.settled_at - t0)
+        for i in range(case.kills):
+            # A consumer alone in its process, killed with SIGKILL: the brokers learn it from
+            # the closed connection (the kernel closes the sockets of a dead process).
+            victim = await WorkerProcess.spawn(
+                cluster.namesrv_addr,
+                group,
+                topic,
+                case.strategy,
+                case.handoff,
+                holdings,
+                tmp / "workers.stderr",
+            )
+            name = f"k{i:04d}"
+            victim.send(f"start {name}")
+            cid = await victim.client_id(name, 60)
+            members.append((name, cid, victim))
+            holdings.expect(
+                expected_owners(case.strategy, group, mq_all, [m[1] for m in members]),
+                time.time(),
+            )
+            await holdings.settle(60)
+            await asyncio.sleep(SPACING_S)
+            t0 = time.time()
+            victim.proc.kill()
+            members.pop()
+            await victim.proc.wait()
+            holdings.forget(cid)
+            holdings.expect(
+                expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), t0
+            )
+            await holdings.settle(60)
+            await asyncio.sleep(SPACING_S)
+            if holdings.settled_at is None:
+                resettled += 1
+                await holdings.settle(60)
+            assert holdings.settled_at is not None
+            times["kill"].append(holdings.settled_at - t0)
+            await victim.reader
+    finally:
+        await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
+    return CaseResult(
+        case,
+        times,
+        start_s,
+        broker_bytes_per_consumer=broker_rss / case.consumers,
+        worker_bytes_per_consumer=worker_rss / case.consumers,
+        worker_bytes_per_queue=worker_rss / case.queues,
+        resettled=resettled,
+    )
+
+
+CSV_FIELDS = [
+    "strategy",
+    "handoff",
+    "consumers",
+    "queues",
+    "brokers",
+    "change",
+    "n",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+]
+
+
+def result_rows(r: CaseResult, brokers: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "strategy": r.case.strategy,
+            "handoff": r.case.handoff,
+            "consumers": r.case.consumers,
+            "queues": r.case.queues,
+            "brokers": brokers,
+            "change": kind,
+            "n": len(values),
+            "p50_ms": round(_pct(values, 50) * 1000, 1),
+            "p99_ms": round(_pct(values, 99) * 1000, 1),
+            "max_ms": round(max(values) * 1000, 1),
+        }
+        for kind, values in r.times.items()
+        if values
+    ]
+
+
+def plot(csv_path: Path, png_path: Path) -> None:
+    """Convergence p50 and p99 against consumers x queues, one line per strategy and handoff."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, change in zip(axes, ["join", "leave"], strict=True):
+        series: dict[tuple[str, str], list[dict[str, str]]] = {}
+        for row in rows:
+            if row["change"] == change:
+                series.setdefault((row["strategy"], row["handoff"]), []).append(row)
+        for (strategy, handoff), pts in sorted(series.items()):
+            pts.sort(key=lambda r: int(r["consumers"]))
+            xs = [int(r["consumers"]) for r in pts]
+            label = f"{'AVG' if strategy == 'AVG' else 'bounded hash'}, {handoff}"
+            (line,) = ax.plot(
+                xs, [float(r["p99_ms"]) for r in pts], marker="o", label=f"{label} p99"
+            )
+            ax.plot(
+                xs,
+                [float(r["p50_ms"]) for r in pts],
+                marker=".",
+                linestyle=":",
+                color=line.get_color(),
+                label=f"{label} p50",
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        sizes = sorted({(int(r["consumers"]), int(r["queues"])) for r in rows})
+        ax.set_xticks([c for c, _ in sizes], [f"{c}\nx{q}" for c, q in sizes])
+        ax.minorticks_off()
+        ax.axhline(2000, color="grey", linewidth=0.8, linestyle="--")
+        ax.set_title(f"one consumer {'joins' if change == 'join' else 'leaves'}")
+        ax.set_xlabel("consumers x queues")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("convergence, ms (log)")
+    axes[1].legend(fontsize=7, loc="upper left")
+    fig.suptitle("Rebalance convergence: change -> every queue with its final owner only")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=110)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    consumers, _, queues = text.lower().partition("x")
+    try:
+        return int(consumers), int(queues)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be CONSUMERSxQUEUES, got {text!r}") from None
+
+
+async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
+    print("Rebalance convergence: membership change -> every queue held by its final owner only")
+    print(
+        f"(RocketMQ default timings, the notification path; {args.brokers} broker processes, "
+        "consumers in worker processes, each with its own client instance)"
+    )
+    print(
+        f"{'size':>12} {'strategy':>24} {'handoff':>8} {'change':>6} {'n':>4} "
+        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
+    )
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-rebalance-") as tmp:
+        async with ProcessCluster(Path(tmp), brokers=args.brokers) as cluster:
+            for case in cases:
+                if case.queues % args.brokers:
+                    raise SystemExit(
+                        f"{case.label}: queues must divide by --brokers {args.brokers}"
+                    )
+                workers = args.procs or max(1, min(8, case.consumers // 16))
+                r = await run_case(cluster, case, workers, Path(tmp))
+                for row in result_rows(r, args.brokers):
+                    rows.append(row)
+                    print(
+                        f"{case.label:>12} {case.strategy:>24} {case.handoff:>8} "
+                        f"{row['change']:>6} {row['n']:>4} {row['p50_ms']:8.1f} "
+                        f"{row['p99_ms']:8.1f} {row['max_ms']:8.1f}",
+                        flush=True,
+                    )
+                print(
+                    f"{'':>12} started and settled in {r.start_s:.1f} s over {workers} "
+                    f"processes; broker RSS {r.broker_bytes_per_consumer / 1024:.0f} KiB per "
+                    f"consumer ({args.brokers} channels each); worker RSS "
+                    f"{r.worker_bytes_per_consumer / 1024:.0f} KiB per consumer, "
+                    f"{r.worker_bytes_per_queue / 1024:.1f} KiB per queue; "
+                    f"{r.resettled} changes came apart after settling",
+                    flush=True,
+                )
+    if args.csv:
+        new = not args.csv.exists()
+        with args.csv.open("a", newline="") as f:
+            writer = csv.DictWriter(f, CSV_FIELDS)
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+        if args.plot:
+            plot(args.csv, args.plot)
+    for row in rows:
+        target = {(32, 128): 100.0, (1000, 4096): 2000.0}.get((row["consumers"], row["queues"]))
+        if target is not None:
+            verdict = "met" if row["p99_ms"] <= target else "NOT met"
+            print(
+                f"target p99 <= {target:.0f} ms, {row['consumers']} x {row['queues']} "
+                f"{row['strategy']} {row['handoff']} {row['change']}: {verdict} "
+                f"({row['p99_ms']:.1f} ms)"
+            )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.rebalance", description=__doc__)
-    parser.add_argument("--rounds", type=int, default=10)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.rebalance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--size",
+        type=parse_size,
+        action="append",
+        help="CONSUMERSxQUEUES (repeatable; default 8x32 and 32x128)",
+    )
+    parser.add_argument("--strategy", default="AVG", help="AVG or CONSISTENT_HASH_BOUNDED")
+    parser.add_argument("--handoff", default="classic", choices=["classic", "fenced"])
+    parser.add_argument("--changes", type=int, default=100, help="joins + leaves per size")
+    parser.add_argument(
+        "--kills", type=int, default=0, help="then consumers killed with SIGKILL, one at a time"
+    )
+    parser.add_argument("--brokers", type=int, default=4)
+    parser.add_argument(
+        "--procs",
+        type=int,
+        default=0,
+        help="consumer processes (default: one per 16 consumers, 1..8)",
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="every size of the plot, AVG and bounded hash, classic and fenced",
+    )
+    parser.add_argument("--csv", type=Path, help="append the figures to this CSV")
+    parser.add_argument("--plot", type=Path, help="draw the CSV's figures into this PNG")
+    parser.add_argument("--plot-only", action="store_true", help="only draw --csv into --plot")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        if not (args.csv and args.plot):
+            parser.error("--plot-only needs --csv and --plot")
+        plot(args.csv, args.plot)
+        return 0
+    if args.sweep:
+        cases = [
+            Case(c, q, s, h, args.changes, args.kills)
+            for s, h in SWEEP_MODES
+            for c, q in SWEEP_SIZES
+        ]
+    else:
+        cases = [
+            Case(c, q, args.strategy, args.handoff, args.changes, args.kills)
+            for c, q in args.size or [(8, 32), (32, 128)]
+        ]
     from aiorocketmq.logs import configure_logging
 
-    configure_logging("WARNING")
-    return asyncio.run(main_async([(4, 16), (32, 128)], args.rounds))
+    configure_logging("ERROR")
+    return asyncio.run(main_async(args, cases))
 
 
 if __name__ == "__main__":
