@@ -58,6 +58,20 @@ def _thirty_minutes_ago() -> str:
     return time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 30 * 60))
 
 
+E = TypeVar("E", bound=Enum)
+
+
+def _enum_option(name: str, enum: type[E], value: object) -> E:
+    """``value`` as a member of ``enum``: a member, or the name or value of one."""
+    if isinstance(value, enum):
+        return value
+    for member in enum:
+        if value in (member.name, member.value):
+            return member
+    choices = ", ".join(repr(m.value) for m in enum)
+    raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
 @dataclass(slots=True, kw_only=True)
 class ConsumerSettings:
     """What both consumers share."""
@@ -125,13 +139,13 @@ class ConsumerSettings:
 
     def check(self) -> None:
         """RocketMQ's ``checkConfig``: every option in range, ``ValueError`` naming the first."""
-        if isinstance(self.handoff, str):
-            try:
-                self.handoff = Handoff(self.handoff)
-            except ValueError:
-                raise ValueError(
-                    f"handoff must be 'classic' or 'fenced', got {self.handoff!r}"
-                ) from None
+        # Closed sets may be given by their names ("fenced", "CONSUME_FROM_FIRST_OFFSET"), as
+        # on the command line; anything else is refused here, not at start().
+        self.handoff = _enum_option("handoff", Handoff, self.handoff)
+        self.message_model = _enum_option("message_model", MessageModel, self.message_model)
+        self.consume_from_where = _enum_option(
+            "consume_from_where", ConsumeFromWhere, self.consume_from_where
+        )
         for name, value, lo, hi in self.ranges():
             if not lo <= value <= hi:
                 raise ValueError(f"{name} out of range [{lo}, {hi}]: {value}")

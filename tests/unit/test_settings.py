@@ -11,6 +11,7 @@ from aiorocketmq import (
     Handoff,
     LitePullConsumer,
     LitePullConsumerSettings,
+    MessageModel,
     ProducerSettings,
     PushConsumer,
     PushConsumerSettings,
@@ -58,8 +59,26 @@ def test_an_unknown_option_is_named_with_the_closest_names() -> None:
 def test_handoff_is_an_enum_and_its_strings_are_accepted() -> None:
     assert PushConsumer("G", "127.0.0.1:9876", handoff="fenced").settings.handoff is Handoff.FENCED
     assert PushConsumer("G", "127.0.0.1:9876").settings.handoff is Handoff.CLASSIC
-    with pytest.raises(ValueError, match="handoff must be 'classic' or 'fenced', got 'fast'"):
+    with pytest.raises(ValueError, match="handoff must be one of 'classic', 'fenced', got 'fast'"):
         PushConsumer("G", "127.0.0.1:9876", handoff="fast")
+
+
+def test_every_closed_set_takes_its_names_and_refuses_others_at_construction() -> None:
+    # A string where an enum belongs used to pass construction and fail at start().
+    s = PushConsumer(
+        "G",
+        "127.0.0.1:9876",
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        message_model="BROADCASTING",
+    ).settings
+    assert s.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    assert s.message_model is MessageModel.BROADCASTING
+    lite = LitePullConsumer("G", "127.0.0.1:9876", consume_from_where="CONSUME_FROM_TIMESTAMP")
+    assert lite.settings.consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+    with pytest.raises(ValueError, match=r"consume_from_where must be one of .*, got 'FIRST'"):
+        PushConsumer("G", "127.0.0.1:9876", consume_from_where="FIRST")
+    with pytest.raises(ValueError, match=r"message_model must be one of .*, got 3"):
+        LitePullConsumer("G", "127.0.0.1:9876", message_model=3)
 
 
 @pytest.mark.parametrize(
