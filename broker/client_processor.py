@@ -91,7 +91,10 @@ class ClientManageProcessor:
         self.consumer_manager = ConsumerManager(
             channel_expired_timeout_ms=config.channel_expired_timeout_ms
         )
-        self.listener = DefaultConsumerIdsChangeListener(config.notify_consumer_ids_changed_enable)
+        self.listener = DefaultConsumerIdsChangeListener(
+            config.notify_consumer_ids_changed_enable,
+            min_interval_ms=config.notify_consumer_ids_changed_min_interval_ms,
+        )
         self.consumer_manager.append_consumer_ids_change_listener(self.listener)
         self.consumer_manager.append_consumer_ids_change_listener(_TraceListener(config))
         self.producer_manager = ProducerManager()

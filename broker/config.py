@@ -58,6 +58,10 @@ class BrokerConfig:
     # Consumer groups
     auto_create_subscription_group: bool = True
     notify_consumer_ids_changed_enable: bool = True
+    # Ours: at most one NOTIFY_CONSUMER_IDS_CHANGED per group in this time. A lone change is
+    # notified at once, as RocketMQ does; the changes of a burst (1,000 consumers starting) are
+    # sent as one, with the membership at the end of the window. 0: every change, as RocketMQ.
+    notify_consumer_ids_changed_min_interval_ms: int = 100
     channel_expired_timeout_ms: int = 120_000
     client_channel_scan_interval_ms: int = 10_000
     # Ours: RocketMQ does not notify the group when a silent channel expires; this does.

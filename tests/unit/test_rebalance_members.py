@@ -142,3 +142,35 @@ async def test_the_client_keeps_the_members_of_the_latest_notification_until_tak
         assert client.notifications_received == 3
     finally:
         await client.namesrv.close()
+
+
+async def test_a_burst_of_changes_is_notified_once_more_with_the_latest_members() -> None:
+    import asyncio
+
+    notifier = DefaultConsumerIdsChangeListener(min_interval_ms=50)
+    a, b, c = (Channel(x, f"cid-{x}", f"h:{i}") for i, x in enumerate("abc"))
+
+    def drained(channel: Channel) -> list[list[str]]:
+        told = []
+        while not channel.outbox.empty():
+            told.append(
+                list(channel.outbox.get_nowait().notify_consumer_ids_changed.consumer_id_list)
+            )
+        return told
+
+    from aiorocketmq.broker.client.consumer_manager import ConsumerGroupEvent
+
+    notifier.handle(ConsumerGroupEvent.CHANGE, "G", [a])  # quiet group: at once
+    assert drained(a) == [["cid-a"]]
+    notifier.handle(ConsumerGroupEvent.CHANGE, "G", [a, b])  # within the window: held
+    notifier.handle(ConsumerGroupEvent.CHANGE, "G", [a, b, c])  # replaces the held one
+    assert drained(a) == [] and drained(c) == []
+    await asyncio.sleep(0.08)
+    assert drained(a) == drained(b) == drained(c) == [["cid-a", "cid-b", "cid-c"]]
+    notifier.handle(ConsumerGroupEvent.CHANGE, "H", [a])  # another group has its own window
+    assert drained(a) == [["cid-a"]]
+    # Without a window every change goes out, as RocketMQ does.
+    every = DefaultConsumerIdsChangeListener()
+    for _ in range(3):
+        every.handle(ConsumerGroupEvent.CHANGE, "G", [a])
+    assert len(drained(a)) == 3
