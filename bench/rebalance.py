@@ -47,7 +47,7 @@ from aiorocketmq.consumer import (
 )
 from aiorocketmq.consumer.allocate import strategy_by_name
 from aiorocketmq.trace import tracer
-from bench.procs import ProcessCluster
+from bench.procs import ProcessCluster, cpu_seconds
 from bench.rebalance_worker import queue_key
 
 TOPIC = "BenchRebalance"
@@ -181,6 +181,11 @@ def _pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     rank = math.ceil(len(ordered) * p / 100)
     return ordered[min(len(ordered), max(1, rank)) - 1]
+
+
+def _cpu(pids: list[int]) -> float:
+    """CPU seconds used so far by these processes (0 where /proc cannot say)."""
+    return sum(cpu_seconds(pid) or 0.0 for pid in pids)
 
 
 def rss_bytes(pid: int) -> int:
@@ -353,6 +358,7 @@ class Case:
     handoff: str = "classic"
     changes: int = 100
     kills: int = 0
+    spacing: float = SPACING_S
 
     @property
     def label(self) -> str:
@@ -368,6 +374,8 @@ class CaseResult:
     worker_bytes_per_consumer: float
     worker_bytes_per_queue: float
     resettled: int
+    broker_cpu_per_change: float = 0.0
+    worker_cpu_per_change: float = 0.0
 
 
 def expected_owners(
@@ -422,9 +430,10 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), time.time()
         )
         start_s = await holdings.settle(120 + case.consumers * 0.5) - t_start
-        await asyncio.sleep(SPACING_S)
+        await asyncio.sleep(case.spacing)
         broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
         worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
+        cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
         for i in range(case.changes):
             kind = "join" if i % 2 == 0 else "leave"
             if kind == "join":
@@ -440,12 +449,15 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
                 expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), t0
             )
             await holdings.settle(60)
-            await asyncio.sleep(SPACING_S)
+            await asyncio.sleep(case.spacing)
             if holdings.settled_at is None:  # it came apart after settling: time the final one
                 resettled += 1
                 await holdings.settle(60)
             assert holdings.settled_at is not None
             times[kind].append(holdings.settled_at - t0)
+        cpu1 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        changes = max(1, case.changes)
+        cpu_per_change = ((cpu1[0] - cpu0[0]) / changes, (cpu1[1] - cpu0[1]) / changes)
         for i in range(case.kills):
             # A consumer alone in its process, killed with SIGKILL: the brokers learn it from
             # the closed connection (the kernel closes the sockets of a dead process).
@@ -467,7 +479,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
                 time.time(),
             )
             await holdings.settle(60)
-            await asyncio.sleep(SPACING_S)
+            await asyncio.sleep(case.spacing)
             t0 = time.time()
             victim.proc.kill()
             members.pop()
@@ -477,7 +489,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
                 expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), t0
             )
             await holdings.settle(60)
-            await asyncio.sleep(SPACING_S)
+            await asyncio.sleep(case.spacing)
             if holdings.settled_at is None:
                 resettled += 1
                 await holdings.settle(60)
@@ -494,6 +506,8 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         worker_bytes_per_consumer=worker_rss / case.consumers,
         worker_bytes_per_queue=worker_rss / case.queues,
         resettled=resettled,
+        broker_cpu_per_change=cpu_per_change[0],
+        worker_cpu_per_change=cpu_per_change[1],
     )
 
 
@@ -528,6 +542,15 @@ def result_rows(r: CaseResult, brokers: int) -> list[dict[str, Any]]:
         for kind, values in r.times.items()
         if values
     ]
+
+
+def append_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, CSV_FIELDS)
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
 
 
 def plot(csv_path: Path, png_path: Path) -> None:
@@ -604,7 +627,10 @@ async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
                     )
                 workers = args.procs or max(1, min(8, case.consumers // 16))
                 r = await run_case(cluster, case, workers, Path(tmp))
-                for row in result_rows(r, args.brokers):
+                case_rows = result_rows(r, args.brokers)
+                if args.csv:  # case by case: a long sweep keeps what it measured
+                    append_csv(args.csv, case_rows)
+                for row in case_rows:
                     rows.append(row)
                     print(
                         f"{case.label:>12} {case.strategy:>24} {case.handoff:>8} "
@@ -618,18 +644,14 @@ async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
                     f"consumer ({args.brokers} channels each); worker RSS "
                     f"{r.worker_bytes_per_consumer / 1024:.0f} KiB per consumer, "
                     f"{r.worker_bytes_per_queue / 1024:.1f} KiB per queue; "
-                    f"{r.resettled} changes came apart after settling",
+                    f"{r.resettled} changes came apart after settling; CPU per change "
+                    f"(with the {case.spacing} s after it): brokers "
+                    f"{r.broker_cpu_per_change * 1000:.0f} ms, consumer processes "
+                    f"{r.worker_cpu_per_change * 1000:.0f} ms",
                     flush=True,
                 )
-    if args.csv:
-        new = not args.csv.exists()
-        with args.csv.open("a", newline="") as f:
-            writer = csv.DictWriter(f, CSV_FIELDS)
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
-        if args.plot:
-            plot(args.csv, args.plot)
+    if args.csv and args.plot:
+        plot(args.csv, args.plot)
     for row in rows:
         target = {(32, 128): 100.0, (1000, 4096): 2000.0}.get((row["consumers"], row["queues"]))
         if target is not None:
@@ -660,6 +682,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kills", type=int, default=0, help="then consumers killed with SIGKILL, one at a time"
     )
+    parser.add_argument(
+        "--spacing",
+        type=float,
+        default=SPACING_S,
+        help="seconds from a settled change to the next (and the settled group is watched "
+        f"that long); at least ~1.2 s, RocketMQ's 1 s between rebalances (default {SPACING_S})",
+    )
     parser.add_argument("--brokers", type=int, default=4)
     parser.add_argument(
         "--procs",
@@ -683,13 +712,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.sweep:
         cases = [
-            Case(c, q, s, h, args.changes, args.kills)
+            Case(c, q, s, h, args.changes, args.kills, args.spacing)
             for s, h in SWEEP_MODES
             for c, q in SWEEP_SIZES
         ]
     else:
         cases = [
-            Case(c, q, args.strategy, args.handoff, args.changes, args.kills)
+            Case(c, q, args.strategy, args.handoff, args.changes, args.kills, args.spacing)
             for c, q in args.size or [(8, 32), (32, 128)]
         ]
     from aiorocketmq.logs import configure_logging
