@@ -18,20 +18,26 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/aiorocketmq demo $(DEMO_ARGS)
 
-# Headless Chromium for the dashboard's browser test (Debian's packages), where apt-get can
-# install them; elsewhere that one test is skipped and says why.
-BROWSER_STAMP := $(VENV)/.browser
-
-$(BROWSER_STAMP): $(STAMP)
-	@if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
+# Debian packages a target needs, installed where apt-get can (as root); elsewhere the target
+# goes on without them and says what is skipped. $(call apt_need,COMMANDS,PACKAGES,SKIPPED)
+define apt_need
+	@missing=; for c in $(1); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
-	      || echo "installing chromium failed: the browser test will be skipped"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; } \
+	      || echo "installing $(2) failed: $(3)"; \
 	  else \
-	    echo "chromium and chromium-driver are missing and cannot be installed here: the browser test will be skipped"; \
+	    echo "$(2) missing and cannot be installed here: $(3)"; \
 	  fi; \
 	fi
 	touch $@
+endef
+
+# Headless Chromium for the dashboard's browser test.
+BROWSER_STAMP := $(VENV)/.browser
+
+$(BROWSER_STAMP): $(STAMP)
+	$(call apt_need,chromedriver chromium,chromium chromium-driver,the browser test will be skipped)
 
 test: $(STAMP) $(BROWSER_STAMP)
 	$(PY) -m pytest -q
@@ -43,7 +49,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-bench: $(STAMP)
+# redis-server and redis-benchmark, the peer of bench.endtoend.
+REDIS_STAMP := $(VENV)/.redis
+
+$(REDIS_STAMP): $(STAMP)
+	$(call apt_need,redis-server redis-benchmark,redis-server redis-tools,bench.endtoend will print no Redis rows)
+
+bench: $(STAMP) $(REDIS_STAMP)
 	$(PY) -m bench
 
 clean:

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 
 __all__ = ["BENCHMARKS", "main"]
 
-BENCHMARKS: tuple[str, ...] = ("throughput", "rebalance", "handoff", "allocation", "spark_read")
+BENCHMARKS: tuple[str, ...] = (
+    "throughput",
+    "endtoend",
+    "rebalance",
+    "handoff",
+    "allocation",
+    "spark_read",
+)
 
 
 def run_one(name: str) -> int:

@@ -50,6 +50,7 @@ from aiorocketmq.runtime import run
 from aiorocketmq.trace import tracer
 from aiorocketmq.trace_check import TraceReport, check, client_id_of, read_traces
 from bench.procs import ConsumerProcess, ProcessCluster
+from bench.stats import percentile
 
 __all__ = ["STEP_KINDS", "Schedule", "Step", "StepFailed", "main", "make_schedule", "run_schedule"]
 
@@ -465,13 +466,6 @@ async def run_schedule(
     return result
 
 
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def format_table(results: list[RunResult]) -> str:
     """The summary: schedules, steps, messages, lost, duplicates by cause, convergence."""
     lines = [
@@ -491,7 +485,7 @@ def format_table(results: list[RunResult]) -> str:
             f"{sum(r.duplicates.get('broker_crash', 0) for r in rs):10d} "
             f"{sum(r.duplicates.get('graceful', 0) for r in rs):9d} "
             f"{sum(r.double_ownership_ms for r in rs):9d} "
-            f"{_percentile(conv, 0.5) / 1000:8.1f}s {_percentile(conv, 0.99) / 1000:8.1f}s"
+            f"{percentile(conv, 50) / 1000:8.1f}s {percentile(conv, 99) / 1000:8.1f}s"
         )
     kinds = Counter(s.kind for r in results for s in r.schedule.steps)
     lines.append("steps by kind: " + json.dumps(dict(sorted(kinds.items()))))

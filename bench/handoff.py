@@ -35,17 +35,11 @@ from aiorocketmq.trace import tracer
 from aiorocketmq.trace_check import TraceReport, check
 from bench.procs import BrokerProcesses
 from bench.rebalance import SPACING_S, converge, new_consumer
+from bench.stats import percentile
 
 TOPIC = "BenchHandoff"
 CONSUMERS = 32
 QUEUES = 128
-
-
-def _pct(values: list[float], p: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 async def run_mode(
@@ -157,9 +151,9 @@ def _summary(result: dict[str, Any]) -> dict[str, str]:
         "app_duplicates": f"{result['app_duplicates']}",
         "double": f"{report.total_double_ownership_ms} ms",
         "handoffs": f"{len(report.handoffs)}",
-        "unowned": f"{_pct(unowned, 50):.0f} / {_pct(unowned, 99):.0f} ms",
-        "convergence": f"{_pct(conv, 50):.0f} / {_pct(conv, 99):.0f} ms",
-        "conv_p99": f"{_pct(conv, 99):.1f}",
+        "unowned": f"{percentile(unowned, 50):.0f} / {percentile(unowned, 99):.0f} ms",
+        "convergence": f"{percentile(conv, 50):.0f} / {percentile(conv, 99):.0f} ms",
+        "conv_p99": f"{percentile(conv, 99):.1f}",
     }
 
 

@@ -29,10 +29,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
-import math
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from aiorocketmq.consumer.allocate import strategy_by_name
 from aiorocketmq.trace import tracer
 from bench.procs import ProcessCluster, cpu_seconds
 from bench.rebalance_worker import queue_key
+from bench.stats import percentile
 
 TOPIC = "BenchRebalance"
 SPACING_S = 2.2
@@ -174,13 +175,6 @@ async def converge(
         ) from None
     finally:
         tracer.unsubscribe(on_event)
-
-
-def _pct(values: list[float], p: float) -> float:
-    """The nearest-rank percentile (p99 of 100 samples is the 99th smallest)."""
-    ordered = sorted(values)
-    rank = math.ceil(len(ordered) * p / 100)
-    return ordered[min(len(ordered), max(1, rank)) - 1]
 
 
 def _cpu(pids: list[int]) -> float:
@@ -401,8 +395,8 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
     holdings = Holdings({queue_key(mq): set() for mq in mq_all})
     broker_pids = [p.pid for p in cluster.brokers.values()]
     broker_rss0 = sum(rss_bytes(pid) for pid in broker_pids)
-    workers = [
-        await WorkerProcess.spawn(
+    def spawn() -> Awaitable[WorkerProcess]:
+        return WorkerProcess.spawn(
             cluster.namesrv_addr,
             group,
             topic,
@@ -411,8 +405,8 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             holdings,
             tmp / "workers.stderr",
         )
-        for _ in range(workers_n)
-    ]
+
+    workers = [await spawn() for _ in range(workers_n)]
     await asyncio.sleep(1.0)  # the workers import the library
     worker_rss0 = sum(rss_bytes(w.proc.pid) for w in workers)
     members: list[tuple[str, str, WorkerProcess]] = []  # (name, client id, worker), oldest first
@@ -461,15 +455,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         for i in range(case.kills):
             # A consumer alone in its process, killed with SIGKILL: the brokers learn it from
             # the closed connection (the kernel closes the sockets of a dead process).
-            victim = await WorkerProcess.spawn(
-                cluster.namesrv_addr,
-                group,
-                topic,
-                case.strategy,
-                case.handoff,
-                holdings,
-                tmp / "workers.stderr",
-            )
+            victim = await spawn()
             name = f"k{i:04d}"
             victim.send(f"start {name}")
             cid = await victim.client_id(name, 60)
@@ -535,8 +521,8 @@ def result_rows(r: CaseResult, brokers: int) -> list[dict[str, Any]]:
             "brokers": brokers,
             "change": kind,
             "n": len(values),
-            "p50_ms": round(_pct(values, 50) * 1000, 1),
-            "p99_ms": round(_pct(values, 99) * 1000, 1),
+            "p50_ms": round(percentile(values, 50) * 1000, 1),
+            "p99_ms": round(percentile(values, 99) * 1000, 1),
             "max_ms": round(max(values) * 1000, 1),
         }
         for kind, values in r.times.items()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.procs import ProcessCluster, cpu_seconds
+from bench.stats import percentile
 
 TOPIC = "BenchRemoting"
 QUEUES = 8
@@ -89,11 +90,6 @@ def client_main(kind: str, namesrv: str, messages: int, size: int) -> None:
                       "total": time.perf_counter() - start}), flush=True)
 
 
-def _percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
-
-
 async def _run_client(
     kind: str, cluster: ProcessCluster, broker_pid: int, messages: int, size: int, home: Path
 ) -> dict[str, Any]:
@@ -120,8 +116,8 @@ async def _run_client(
         "client": kind,
         "messages": len(latencies),
         "rate": len(latencies) / result["wall"],
-        "p50_ms": _percentile(latencies, 50) * 1000,
-        "p99_ms": _percentile(latencies, 99) * 1000,
+        "p50_ms": percentile(latencies, 50) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
         "broker_cpu_us": None if cpu is None else cpu / len(latencies) * 1e6,
     }
 

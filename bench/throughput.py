@@ -115,6 +115,45 @@ def server_process(name: str, argv: list[str], address: str, log_dir: Path) -> I
                     proc.wait()
 
 
+def start_broker(
+    stack: ExitStack, ns_addr: str, broker_addr: str, work_dir: Path
+) -> tuple[Server, Server]:
+    """A name server and a broker (default settings, store under ``work_dir``) as processes,
+    stopped when ``stack`` closes."""
+    py = sys.executable
+    ns = stack.enter_context(
+        server_process(
+            "mqnamesrv",
+            [py, "-m", "aiorocketmq.nameserver", "--listen", ns_addr, "--log-level", "WARNING"],
+            ns_addr,
+            work_dir,
+        )
+    )
+    broker = stack.enter_context(
+        server_process(
+            "mqbroker",
+            [
+                py,
+                "-m",
+                "aiorocketmq.broker",
+                "-n",
+                ns_addr,
+                "--listen",
+                broker_addr,
+                "--store-dir",
+                str(work_dir / "store"),
+                "--broker-name",
+                "bench-broker",
+                "--log-level",
+                "WARNING",
+            ],
+            broker_addr,
+            work_dir,
+        )
+    )
+    return ns, broker
+
+
 async def wait_for(
     what: str, server: Server, probe: Callable[[], Awaitable[bool]], timeout: float = 30.0
 ) -> None:
@@ -361,36 +400,7 @@ async def measure(args: argparse.Namespace, work_dir: Path) -> Results:
     echo_addr = f"127.0.0.1:{_free_port()}"
     bodies = make_bodies(args.batch, args.body_size)
     with ExitStack() as stack:
-        ns = stack.enter_context(
-            server_process(
-                "mqnamesrv",
-                [py, "-m", "aiorocketmq.nameserver", "--listen", ns_addr, "--log-level", "WARNING"],
-                ns_addr,
-                work_dir,
-            )
-        )
-        broker = stack.enter_context(
-            server_process(
-                "mqbroker",
-                [
-                    py,
-                    "-m",
-                    "aiorocketmq.broker",
-                    "-n",
-                    ns_addr,
-                    "--listen",
-                    broker_addr,
-                    "--store-dir",
-                    str(work_dir / "store"),
-                    "--broker-name",
-                    "bench-broker",
-                    "--log-level",
-                    "WARNING",
-                ],
-                broker_addr,
-                work_dir,
-            )
-        )
+        ns, broker = start_broker(stack, ns_addr, broker_addr, work_dir)
         echo_server = stack.enter_context(
             server_process(
                 "echo",
