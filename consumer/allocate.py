@@ -363,53 +363,89 @@ def _cid_points(cid: str, virtual_node_cnt: int, hash_function: HashFunction) ->
     return tuple(hash_function(f"{cid}-{i}") for i in range(virtual_node_cnt))
 
 
-class _Ring:
-    """The last ring built, kept so that the next membership (one consumer more or less, as
-    a join or a leave gives) is an edit of it rather than a new sort of every point."""
+# The ring is a sorted list of integers, point << _SHIFT | slot, where a slot stands for a
+# consumer id (numbered as this process first meets them): one integer per point sorts and
+# bisects in C, and the points of a newcomer merge into the last ring in one pass.
+_SHIFT = 24
+_MASK = (1 << _SHIFT) - 1
 
+
+class _Ring:
+    """The process's consumer slots and the last ring built from them, kept so that the next
+    membership (one consumer more or less, as a join or a leave gives) is an edit of it."""
+
+    slots: dict[str, int] = {}
+    slot_cids: list[str] = []
+    cid_keys: dict[tuple[str, int, HashFunction], list[int]] = {}
     cids: frozenset[str] = frozenset()
-    points: list[int] = []
-    owners: list[str] = []
+    keys: list[int] = []
     args: tuple[int, HashFunction] | None = None
 
+    @classmethod
+    def keys_of(cls, cid: str, virtual_node_cnt: int, hash_function: HashFunction) -> list[int]:
+        found = cls.cid_keys.get((cid, virtual_node_cnt, hash_function))
+        if found is None:
+            if len(cls.slot_cids) > _MASK:  # a long-lived process met 16 M ids: start over
+                cls.slots, cls.slot_cids, cls.cid_keys = {}, [], {}
+                cls.cids, cls.keys, cls.args = frozenset(), [], None
+            slot = cls.slots.get(cid)
+            if slot is None:
+                slot = cls.slots[cid] = len(cls.slot_cids)
+                cls.slot_cids.append(cid)
+            points = _cid_points(cid, virtual_node_cnt, hash_function)
+            found = cls.cid_keys[(cid, virtual_node_cnt, hash_function)] = sorted(
+                p << _SHIFT | slot for p in points
+            )
+        return found
 
-def _ring_index(points: list[int], owners: list[str], point: int, cid: str) -> int:
-    """Where (point, cid) is or goes in the ring sorted by (point, consumer)."""
-    i = bisect.bisect_left(points, point)
-    while i < len(points) and points[i] == point and owners[i] < cid:
-        i += 1
-    return i
+
+def _tied(keys: list[int], i: int) -> bool:
+    """The point of ``keys[i]`` is also its neighbour's."""
+    point = keys[i] >> _SHIFT
+    return (i > 0 and keys[i - 1] >> _SHIFT == point) or (
+        i + 1 < len(keys) and keys[i + 1] >> _SHIFT == point
+    )
 
 
 def _bounded_ring(
     cids: tuple[str, ...], virtual_node_cnt: int, hash_function: HashFunction
-) -> tuple[list[int], list[str]]:
-    """Every consumer's points, sorted by (point, consumer): equal points are all kept."""
-    if not isinstance(hash_function, Hashable):
-        pairs = sorted(
-            (hash_function(f"{cid}-{i}"), cid) for cid in cids for i in range(virtual_node_cnt)
-        )
-        return [p for p, _ in pairs], [c for _, c in pairs]
+) -> tuple[list[int], Sequence[str]]:
+    """The ring as sorted ``point << _SHIFT | slot`` keys, and the consumer of each slot.
+
+    Points are ordered by (point, consumer id): equal points are all kept and met in id order.
+    A hash function that cannot be cached, or equal points (astronomically rare with the
+    default 64-bit hash), get a ring of their own with slots numbered in id order.
+    """
     new, last = frozenset(cids), _Ring
-    if last.args == (virtual_node_cnt, hash_function) and len(new ^ last.cids) <= 8:
-        points, owners = list(last.points), list(last.owners)
-        for cid in last.cids - new:
-            for p in _cid_points(cid, virtual_node_cnt, hash_function):
-                i = _ring_index(points, owners, p, cid)
-                del points[i], owners[i]
-        for cid in new - last.cids:
-            for p in _cid_points(cid, virtual_node_cnt, hash_function):
-                i = _ring_index(points, owners, p, cid)
-                points.insert(i, p)
-                owners.insert(i, cid)
-    else:
-        pairs = sorted(
-            (p, cid) for cid in cids for p in _cid_points(cid, virtual_node_cnt, hash_function)
-        )
-        points, owners = [p for p, _ in pairs], [c for _, c in pairs]
-    last.cids, last.points, last.owners = new, points, owners
-    last.args = (virtual_node_cnt, hash_function)
-    return points, owners
+    if isinstance(hash_function, Hashable):
+        args = (virtual_node_cnt, hash_function)
+        gone, added = last.cids - new, new - last.cids
+        if last.args == args and (len(gone) + len(added)) * 4 <= len(new):
+            keys = list(last.keys)
+            if len(gone) <= 8:  # a few cuts (C memmoves) beat a pass over every point
+                for cid in gone:
+                    for k in _Ring.keys_of(cid, *args):
+                        del keys[bisect.bisect_left(keys, k)]
+            else:
+                slots = {last.slots[cid] for cid in gone}
+                keys = [k for k in keys if k & _MASK not in slots]
+            fresh = [k for cid in added for k in _Ring.keys_of(cid, *args)]
+            keys += fresh
+            keys.sort()  # sorted runs: merged in one pass
+            tied = any(_tied(keys, bisect.bisect_left(keys, k)) for k in fresh)
+        else:
+            keys = sorted(k for cid in new for k in _Ring.keys_of(cid, *args))
+            tied = len(set(map(_SHIFT.__rrshift__, keys))) != len(keys)
+        if not tied:
+            last.cids, last.keys, last.args = new, keys, args
+            return keys, last.slot_cids
+    ordered = sorted(new)
+    keys = sorted(
+        hash_function(f"{cid}-{i}") << _SHIFT | rank
+        for rank, cid in enumerate(ordered)
+        for i in range(virtual_node_cnt)
+    )
+    return keys, ordered
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -419,7 +455,7 @@ def _queue_home(mq: MessageQueue, hash_function: HashFunction) -> tuple[int, str
     return hash_function(key), key
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=64)
 def _bounded_shares(
     mqs: tuple[MessageQueue, ...],
     cids: tuple[str, ...],
@@ -438,8 +474,8 @@ def _bounded_shares(
     if not mqs or not cids:
         return {}
     capacity = _capacity(len(mqs), len(cids), epsilon)
-    points, owners = _bounded_ring(cids, virtual_node_cnt, hash_function)
-    size = len(points)
+    ring, slot_cids = _bounded_ring(cids, virtual_node_cnt, hash_function)
+    size = len(ring)
     span = 1 << 64
     if isinstance(hash_function, Hashable):
         placed = [_queue_home(mq, hash_function) for mq in mqs]
@@ -447,7 +483,7 @@ def _bounded_shares(
         placed = [(hash_function(str(mq)), str(mq)) for mq in mqs]
     homes = [h for h, _ in placed]
     keys = [k for _, k in placed]
-    position = [bisect.bisect_left(points, h) for h in homes]  # the next point to visit
+    position = [bisect.bisect_left(ring, h << _SHIFT) for h in homes]  # next point to visit
     asked: dict[int, set[str]] = {}  # only queues once rejected ask again
     held: dict[str, list[tuple[int, str, int]]] = {}  # cid -> heap of (-distance, -key, queue)
     free = list(range(len(mqs)))
@@ -455,12 +491,14 @@ def _bounded_shares(
         q = free.pop()
         i = position[q]
         seen = asked.get(q)
-        cid = owners[i % size]
+        key = ring[i % size]
+        cid = slot_cids[key & _MASK]
         while seen is not None and cid in seen:  # within one turn it meets every consumer
             i += 1
-            cid = owners[i % size]
+            key = ring[i % size]
+            cid = slot_cids[key & _MASK]
         position[q] = i + 1
-        distance = (points[i % size] - homes[q]) % span  # within one turn
+        distance = ((key >> _SHIFT) - homes[q]) % span  # within one turn
         heap = held.setdefault(cid, [])
         heapq.heappush(heap, (-distance, _neg(keys[q]), q))
         if len(heap) > capacity:
