@@ -94,6 +94,7 @@ class ClientManageProcessor:
         self.listener = DefaultConsumerIdsChangeListener(
             config.notify_consumer_ids_changed_enable,
             min_interval_ms=config.notify_consumer_ids_changed_min_interval_ms,
+            ms_per_channel=config.notify_consumer_ids_changed_ms_per_channel,
         )
         self.consumer_manager.append_consumer_ids_change_listener(self.listener)
         self.consumer_manager.append_consumer_ids_change_listener(_TraceListener(config))

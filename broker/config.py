@@ -62,6 +62,9 @@ class BrokerConfig:
     # notified at once, as RocketMQ does; the changes of a burst (1,000 consumers starting) are
     # sent as one, with the membership at the end of the window. 0: every change, as RocketMQ.
     notify_consumer_ids_changed_min_interval_ms: int = 100
+    # Ours: and at least this much per channel of the group (1,000 members: 1 s, the clients'
+    # own minimum between two rebalances), so a large group's burst costs few rounds. 0: off.
+    notify_consumer_ids_changed_ms_per_channel: float = 1.0
     channel_expired_timeout_ms: int = 120_000
     client_channel_scan_interval_ms: int = 10_000
     # Ours: RocketMQ does not notify the group when a silent channel expires; this does.

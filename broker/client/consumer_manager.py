@@ -575,6 +575,13 @@ class DefaultConsumerIdsChangeListener:
     the changes that follow within the window are held and sent as one at its end, with the
     group's channels as they are then. A thousand consumers starting together cost the broker
     a few rounds of a thousand notifications, not a thousand rounds.
+
+    Ours too, ``ms_per_channel`` (default 0 here, 1 from the broker's config): the window is at
+    least that much per channel of the group, so it grows with the group. A round costs the
+    broker one event per channel and each member a rebalance, which a client runs at most once
+    per ``rebalance_min_interval_ms`` (1 s) anyway: at 1,000 members a round a second is all
+    they can use, and ten (the 100 ms floor) kept a starting group re-dealing its queues ten
+    times a second. A lone change still goes out at once.
     """
 
     def __init__(
@@ -583,10 +590,12 @@ class DefaultConsumerIdsChangeListener:
         *,
         real_time_notify_consumer_change: bool = True,
         min_interval_ms: int = 0,
+        ms_per_channel: float = 0.0,
     ) -> None:
         self.notify_consumer_ids_changed_enable = notify_consumer_ids_changed_enable
         self.real_time_notify_consumer_change = real_time_notify_consumer_change
         self.min_interval_ms = min_interval_ms
+        self.ms_per_channel = ms_per_channel
         self.consumer_channel_map: dict[str, list[Channel]] = {}
         self.notifications_sent = 0
         self.notifications_dropped = 0
@@ -613,13 +622,17 @@ class DefaultConsumerIdsChangeListener:
             self._held[group] = channels
             return
         now = loop.time()
-        wait = self._last_notified.get(group, -math.inf) + self.min_interval_ms / 1000 - now
+        wait = self._last_notified.get(group, -math.inf) + self.window_s(len(channels)) - now
         if wait <= 0:
             self._last_notified[group] = now
             self.notify_consumer_change(group, channels)
             return
         self._held[group] = channels
         loop.call_later(wait, self._release, group)
+
+    def window_s(self, channels: int) -> float:
+        """The least time between two notifications of a group with this many channels."""
+        return max(self.min_interval_ms, self.ms_per_channel * channels) / 1000
 
     def _release(self, group: str) -> None:
         """The window of ``group`` ended: send its held change (the latest channels)."""

@@ -38,7 +38,11 @@ BARRIER_QUEUE = mq(TOPIC, 3)
 async def one_broker(tmp_path: Path, **overrides: Any) -> AsyncIterator[LocalCluster]:
     # RocketMQ's behaviour, checked here: one notification per change (our default holds the
     # changes of a burst for 100 ms; tests/unit/test_rebalance_members.py checks that).
-    overrides = {"notify_consumer_ids_changed_min_interval_ms": 0, **overrides}
+    overrides = {
+        "notify_consumer_ids_changed_min_interval_ms": 0,
+        "notify_consumer_ids_changed_ms_per_channel": 0,
+        **overrides,
+    }
     async with LocalCluster(tmp_path, brokers=1, broker_overrides=overrides) as cluster:
         await cluster.create_topic(TOPIC, 4)
         yield cluster

@@ -174,3 +174,29 @@ async def test_a_burst_of_changes_is_notified_once_more_with_the_latest_members(
     for _ in range(3):
         every.handle(ConsumerGroupEvent.CHANGE, "G", [a])
     assert len(drained(a)) == 3
+
+
+async def test_the_window_grows_with_the_group_and_a_lone_change_still_goes_at_once() -> None:
+    import asyncio
+
+    from aiorocketmq.broker.client.consumer_manager import ConsumerGroupEvent
+
+    notifier = DefaultConsumerIdsChangeListener(min_interval_ms=10, ms_per_channel=2)
+    assert notifier.window_s(1) == 0.010  # the floor
+    assert notifier.window_s(1_000) == 2.0  # 2 ms per channel
+    group = [Channel(str(i), f"cid-{i}", f"h:{i}") for i in range(40)]  # an 80 ms window
+
+    def told(channel: Channel) -> int:
+        n = 0
+        while not channel.outbox.empty():
+            channel.outbox.get_nowait()
+            n += 1
+        return n
+
+    notifier.handle(ConsumerGroupEvent.CHANGE, "G", group)  # quiet: at once
+    assert told(group[0]) == 1
+    notifier.handle(ConsumerGroupEvent.CHANGE, "G", group)  # held for 80 ms, not 10
+    await asyncio.sleep(0.04)
+    assert told(group[0]) == 0
+    await asyncio.sleep(0.08)
+    assert told(group[0]) == 1
