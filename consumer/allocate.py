@@ -338,18 +338,22 @@ class AllocateMessageQueueConsistentHashBounded:
     def _shares(
         self, mq_all: list[MessageQueue], cid_all: list[str]
     ) -> dict[str, tuple[MessageQueue, ...]]:
-        compute = (
-            _bounded_shares
-            if isinstance(self.hash_function, Hashable)
-            else _bounded_shares.__wrapped__
-        )
-        return compute(
-            tuple(mq_all),
-            tuple(sorted(set(cid_all))),
-            self.virtual_node_cnt,
-            self.epsilon,
-            self.hash_function,
-        )
+        cids = tuple(sorted(set(cid_all)))
+        args = (self.virtual_node_cnt, self.epsilon, self.hash_function)
+        if not isinstance(self.hash_function, Hashable):
+            return _bounded_shares(tuple(mq_all), cids, *args)
+        key = (cids, *args)
+        hit = _SHARES_SEEN.get(key)
+        # The queues compared as lists: element by element in C, by identity for the interned
+        # queues of a route (a tuple of them as a cache key was hashed in Python, queue by
+        # queue: 0.25 ms a call, times every consumer of a process at every pass).
+        if hit is not None and hit[0] == mq_all:
+            return hit[1]
+        shares = _bounded_shares(tuple(mq_all), cids, *args)
+        _SHARES_SEEN[key] = (list(mq_all), shares)
+        while len(_SHARES_SEEN) > _SHARES_KEPT:
+            del _SHARES_SEEN[next(iter(_SHARES_SEEN))]
+        return shares
 
 
 def _capacity(queue_count: int, consumer_count: int, epsilon: float) -> int:
@@ -455,7 +459,15 @@ def _queue_home(mq: MessageQueue, hash_function: HashFunction) -> tuple[int, str
     return hash_function(key), key
 
 
-@functools.lru_cache(maxsize=64)
+# The last answers of this process, by membership: every consumer of a process asks for the
+# same whole assignment (each keeps its share), so it is computed once per membership.
+_SHARES_KEPT = 64
+_SHARES_SEEN: dict[
+    tuple[tuple[str, ...], int, float, HashFunction],
+    tuple[list[MessageQueue], dict[str, tuple[MessageQueue, ...]]],
+] = {}
+
+
 def _bounded_shares(
     mqs: tuple[MessageQueue, ...],
     cids: tuple[str, ...],
@@ -467,9 +479,8 @@ def _bounded_shares(
 
     A queue proposes to the next consumer its clockwise walk meets (skipping those it already
     asked); a consumer over capacity rejects its farthest queue, which walks on. The result does
-    not depend on the order of ``mqs``; shares keep that order. Cached: every consumer of a
-    process asks for the same membership (with the same interned queues, so the key compares
-    by identity).
+    not depend on the order of ``mqs``; shares keep that order. (Kept per membership by
+    ``AllocateMessageQueueConsistentHashBounded._shares``.)
     """
     if not mqs or not cids:
         return {}
