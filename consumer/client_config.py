@@ -27,6 +27,11 @@ class ClientConfig:
     # never gives up; only the client's shutdown ends it.
     channel_reconnect_delay_ms: int = 200
     channel_reconnect_max_delay_ms: int = 5_000
+    # Ours: the client instances of one process (and event loop) that set this share one gRPC
+    # channel per broker and name server (``aiorocketmq.protocol.channels``), where each would
+    # otherwise open its own: for a process hosting many consumers of one group, each with its
+    # own client id. Each instance keeps its own channel stream, so brokers see it as before.
+    share_connections: bool = False
 
     def __post_init__(self) -> None:
         if self.channel_reconnect_delay_ms < 1:
@@ -38,4 +43,3 @@ class ClientConfig:
                 "channel_reconnect_max_delay_ms must be >= channel_reconnect_delay_ms, got "
                 f"{self.channel_reconnect_max_delay_ms} < {self.channel_reconnect_delay_ms}"
             )
-

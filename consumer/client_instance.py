@@ -2,7 +2,8 @@
 
 It owns what the consumers of a process share (spec 1.2): the name-server client and the
 routes, one channel stream and one gRPC channel per broker (both kept until shutdown: a failed
-call closes neither, and the stream reopens whatever ended it), the timers (route poll 30 s,
+call closes neither, and the stream reopens whatever ended it; with ``share_connections`` the
+gRPC channels are shared by the process's instances), the timers (route poll 30 s,
 heartbeat 30 s, offset persist 5 s), the ``RebalanceService`` and the ``PullMessageService``.
 A NOTIFY_CONSUMER_IDS_CHANGED from any broker wakes the rebalance of every group (RocketMQ
 ignores the group named in the notification too).
@@ -67,9 +68,11 @@ class MQClientInstance:
         self.namesrv_addr = namesrv_addr
         self.config = config or ClientConfig()
         self.namesrv = NameServerClient(
-            namesrv_addr, timeout=self.config.mq_client_api_timeout_ms / 1000
+            namesrv_addr,
+            timeout=self.config.mq_client_api_timeout_ms / 1000,
+            shared_channels=self.config.share_connections,
         )
-        self.brokers = BrokerConnections()
+        self.brokers = BrokerConnections(shared=self.config.share_connections)
         self.consumer_table: dict[str, ConsumerInner] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
         self.topic_route_table: dict[str, common_pb2.TopicRouteData] = {}

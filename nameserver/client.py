@@ -20,11 +20,10 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
-import grpc
-
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.channels import StubTable
 from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
-from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call, insecure_channel
+from aiorocketmq.protocol.rpc import DEFAULT_RPC_TIMEOUT, call
 from aiorocketmq.protocol.v1 import common_pb2, nameserver_pb2, nameserver_pb2_grpc
 
 __all__ = ["DEFAULT_NAMESRV_PORT", "NameServerClient", "parse_namesrv_addr"]
@@ -77,19 +76,20 @@ def parse_namesrv_addr(addrs: str | Sequence[str]) -> list[str]:
 class NameServerClient:
     """Async client of one or more name servers; close it with ``close()`` or ``async with``."""
 
-    def __init__(self, addrs: str | Sequence[str], *, timeout: float = DEFAULT_RPC_TIMEOUT) -> None:
+    def __init__(
+        self,
+        addrs: str | Sequence[str],
+        *,
+        timeout: float = DEFAULT_RPC_TIMEOUT,
+        shared_channels: bool = False,
+    ) -> None:
         self.addrs = parse_namesrv_addr(addrs)
         self.timeout = timeout
-        self._channels: dict[str, tuple[grpc.aio.Channel, Any]] = {}
+        # One channel per name server, private or shared by the process's clients.
+        self._stubs: StubTable[Any] = StubTable(
+            nameserver_pb2_grpc.NameServerStub, shared=shared_channels
+        )
         self._last_good = 0
-
-    def _stub(self, addr: str) -> tuple[grpc.aio.Channel, Any]:
-        """The channel to ``addr`` (opened on first use) and a stub over it."""
-        entry = self._channels.get(addr)
-        if entry is None:
-            channel = insecure_channel(addr)
-            entry = self._channels[addr] = (channel, nameserver_pb2_grpc.NameServerStub(channel))
-        return entry
 
     async def _call_one(
         self,
@@ -99,7 +99,7 @@ class NameServerClient:
         timeout: float | None,
     ) -> Resp:
         """One RPC to one name server (its channel stays open whatever the outcome)."""
-        _, stub = self._stub(addr)
+        stub = self._stubs.stub(addr)
         return await call(rpc(stub), request, self.timeout if timeout is None else timeout)
 
     async def _invoke(
@@ -184,7 +184,8 @@ class NameServerClient:
     async def delete_topic(self, topic: str, *, timeout: float | None = None) -> None:
         """DELETE_TOPIC_IN_NAMESRV on every name server."""
         await self._invoke_all(
-            lambda s: s.DeleteTopic, nameserver_pb2.DeleteTopicInNamesrvRequest(topic=topic),
+            lambda s: s.DeleteTopic,
+            nameserver_pb2.DeleteTopicInNamesrvRequest(topic=topic),
             timeout,
         )
 
@@ -239,10 +240,9 @@ class NameServerClient:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close every channel (in-flight calls are cancelled)."""
-        channels, self._channels = self._channels, {}
-        for channel, _ in channels.values():
-            await channel.close()
+        """Close every channel (in-flight calls are cancelled; a shared one closes with its
+        last user)."""
+        await self._stubs.close()
 
     async def __aenter__(self) -> NameServerClient:
         return self

@@ -26,6 +26,7 @@ from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.nameserver.service import NameServerService
 from aiorocketmq.producer import Message, Producer, SendStatus
 from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.channels import shared_channels
 from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
 from aiorocketmq.protocol.rpc import call
 from aiorocketmq.protocol.v1 import broker_pb2
@@ -307,6 +308,39 @@ async def test_a_broker_restart_under_running_consumers(
     finally:
         await c2.shutdown()
         await c1.shutdown()
+
+
+async def test_instances_sharing_connections_survive_a_restart_and_each_other_leaving(
+    cluster: LocalCluster, conns: BrokerConnections
+) -> None:
+    """``share_connections``: one gRPC channel per broker for the process's instances, each
+    with its own channel stream; a broker restart reopens every stream over it, one instance
+    leaving closes nothing of the others', and the last one closes the channels."""
+    received = Received()
+    consumers = [new_consumer(cluster, f"s{i}", received, share_connections=True) for i in range(3)]
+    addrs = [cluster.broker(b).address for b in BROKERS]
+    try:
+        for c in consumers:
+            await c.start()
+        await rejoined(conns, cluster, consumers, "three sharing")
+        for addr in addrs:
+            assert len({id(client_of(c).brokers.channel(addr)) for c in consumers}) == 1
+        streams = {channel_to(cluster, c, "broker-a").channel_id for c in consumers}
+        assert len(streams) == 3  # one channel of channel_info_table each
+        await cluster.restart_broker("broker-a")
+        await wait_until(
+            lambda: all(channel_to(cluster, c, "broker-a").opened_count == 2 for c in consumers),
+            timeout=10,
+            message="every stream over the shared channel reopened",
+        )
+        await rejoined(conns, cluster, consumers, "after the restart")
+        await consumers.pop(0).shutdown()  # its share of the channels is let go, not closed
+        await rejoined(conns, cluster, consumers, "after one left")
+        await consumed_everything(cluster, received, "shared")
+    finally:
+        for c in consumers:
+            await c.shutdown()
+    assert len(shared_channels()) == 0  # the last user of each closed it
 
 
 async def test_a_deadline_cancels_no_other_call_on_the_connection(
