@@ -284,6 +284,8 @@ class WorkerProcess:
         handoff: str,
         holdings: Holdings,
         stderr: Path,
+        stats: float = 0.0,
+        stats_name: str = "",
     ) -> WorkerProcess:
         with stderr.open("ab") as err:
             proc = await asyncio.create_subprocess_exec(
@@ -300,6 +302,7 @@ class WorkerProcess:
                 strategy,
                 "--handoff",
                 handoff,
+                *(["--stats", str(stats), "--stats-name", str(stats_name)] if stats else []),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=err,
@@ -353,6 +356,7 @@ class Case:
     changes: int = 100
     kills: int = 0
     spacing: float = SPACING_S
+    worker_stats: float = 0.0  # seconds between each worker's stats lines (0: none)
 
     @property
     def label(self) -> str:
@@ -381,6 +385,24 @@ def expected_owners(
     return {queue_key(mq): cid for cid in cids for mq in alloc.allocate(group, cid, mq_all, cids)}
 
 
+async def _report_start(
+    workers: list[WorkerProcess], holdings: Holdings, case: Case, t_start: float
+) -> None:
+    """Every 15 s of a long start, one line on stderr: consumers started, queues held."""
+    while True:
+        await asyncio.sleep(15)
+        started = sum(len(w.started) for w in workers)
+        held = sum(1 for h in holdings.holders.values() if h)
+        twice = sum(1 for h in holdings.holders.values() if len(h) > 1)
+        wrong = f", {len(holdings.wrong)} not with their final owner" if holdings.expected else ""
+        print(
+            f"  {case.label}: {time.time() - t_start:.0f} s, {started}/{case.consumers} started, "
+            f"{held}/{case.queues} queues held ({twice} by two or more){wrong}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Path) -> CaseResult:
     """Start ``case.consumers`` over ``workers_n`` processes, then time the changes."""
     n_brokers = len(cluster.broker_names)
@@ -396,7 +418,10 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
     broker_pids = [p.pid for p in cluster.brokers.values()]
     broker_rss0 = sum(rss_bytes(pid) for pid in broker_pids)
 
+    spawned: list[None] = []
+
     def spawn() -> Awaitable[WorkerProcess]:
+        spawned.append(None)
         return WorkerProcess.spawn(
             cluster.namesrv_addr,
             group,
@@ -405,6 +430,8 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             case.handoff,
             holdings,
             tmp / "workers.stderr",
+            case.worker_stats,
+            f"w{len(spawned)}",
         )
 
     workers = [await spawn() for _ in range(workers_n)]
@@ -418,13 +445,18 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         names = [f"c{i:04d}" for i in range(case.consumers)]
         for w_i, w in enumerate(workers):
             w.send("start " + " ".join(names[w_i::workers_n]))
-        for i, name in enumerate(names):
-            w = workers[i % workers_n]
-            members.append((name, await w.client_id(name, 60 + case.consumers * 0.5), w))
-        holdings.expect(
-            expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), time.time()
-        )
-        start_s = await holdings.settle(120 + case.consumers * 0.5) - t_start
+        progress = asyncio.create_task(_report_start(workers, holdings, case, t_start))
+        try:
+            for i, name in enumerate(names):
+                w = workers[i % workers_n]
+                members.append((name, await w.client_id(name, 60 + case.consumers * 0.5), w))
+            holdings.expect(
+                expected_owners(case.strategy, group, mq_all, [m[1] for m in members]),
+                time.time(),
+            )
+            start_s = await holdings.settle(120 + case.consumers * 0.5) - t_start
+        finally:
+            progress.cancel()
         await asyncio.sleep(case.spacing)
         broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
         worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
@@ -692,6 +724,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--brokers", type=int, default=4)
     parser.add_argument(
+        "--worker-stats",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="each worker writes notifications, passes and memberships seen every S seconds "
+        "to workers.stderr (in the run's temporary folder)",
+    )
+    parser.add_argument(
         "--procs",
         type=int,
         default=0,
@@ -713,13 +753,22 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.sweep:
         cases = [
-            Case(c, q, s, h, args.changes, args.kills, args.spacing)
+            Case(c, q, s, h, args.changes, args.kills, args.spacing, args.worker_stats)
             for s, h in SWEEP_MODES
             for c, q in args.size or SWEEP_SIZES
         ]
     else:
         cases = [
-            Case(c, q, args.strategy, args.handoff, args.changes, args.kills, args.spacing)
+            Case(
+                c,
+                q,
+                args.strategy,
+                args.handoff,
+                args.changes,
+                args.kills,
+                args.spacing,
+                args.worker_stats,
+            )
             for c, q in args.size or [(8, 32), (32, 128)]
         ]
     from aiorocketmq.logs import configure_logging

@@ -1,7 +1,9 @@
 """One process of ``bench.rebalance``'s scale harness: it hosts many push consumers of a group.
 
-Each consumer is a ``PushConsumer`` with its own instance name, so its own client instance and
-its own connections to the brokers, as a separate Java process of RocketMQ would have. The
+Each consumer is a ``PushConsumer`` with its own instance name, so its own client instance
+(its own client id, channel streams, heartbeats and rebalance), as a separate RocketMQ client
+would have; the instances of a process share their gRPC connections (``share_connections``),
+one per broker and name server, as the consumers of one RocketMQ ``MQClientInstance`` do. The
 controller drives it over stdin and reads what happens from stdout, one line each:
 
 - in ``start NAME...``: start those consumers (a few at a time); out ``S NAME CLIENT_ID T``
@@ -10,6 +12,9 @@ controller drives it over stdin and reads what happens from stdout, one line eac
 - out ``E T CLIENT_ID + QUEUE`` / ``E T CLIENT_ID - QUEUE``: the protocol trace's queue_added
   and queue_dropped, as they are recorded (``T`` is wall-clock seconds, shared by the processes
   of one machine; ``QUEUE`` is ``broker:queue_id`` of the one topic)
+- with ``--stats S``, every S seconds a line on stderr: notifications received, rebalance
+  passes that made an allocation, and how many distinct memberships those used (each one an
+  allocation this process computes)
 
 ``python -m bench.rebalance_worker -n NAMESRV -g GROUP -t TOPIC [--strategy S] [--handoff H]``
 """
@@ -29,6 +34,7 @@ from aiorocketmq.consumer import (
     PushConsumer,
 )
 from aiorocketmq.consumer.allocate import strategy_by_name
+from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.trace import tracer
 
@@ -55,12 +61,21 @@ class Worker:
         self.consumers: dict[str, PushConsumer] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.starting = asyncio.Semaphore(STARTS_AT_ONCE)
+        self.notified = 0
+        self.passes = 0
+        self.memberships: set[int] = set()
 
     def write(self, line: str) -> None:
         sys.stdout.write(line + "\n")
 
     def on_trace(self, rec: dict[str, Any]) -> None:
-        mark = _MARK.get(rec["event"])
+        event = rec["event"]
+        if event == "notify_received":
+            self.notified += 1
+        elif event == "rebalance_result":
+            self.passes += 1
+            self.memberships.add(hash(tuple(rec["cid_all"])))
+        mark = _MARK.get(event)
         if mark is None:
             return
         mq = MessageQueue.parse(str(rec.get("mq")))
@@ -75,6 +90,7 @@ class Worker:
                 instance_name=name,
                 allocate_strategy=strategy_by_name(self.args.strategy),
                 handoff=self.args.handoff,
+                client_config=ClientConfig(share_connections=True),
             )
             c.subscribe(self.args.topic, "*")
             c.register_message_listener(_accept)
@@ -92,8 +108,24 @@ class Worker:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    async def report(self, every_s: float) -> None:
+        """The ``--stats`` lines (counts since the last line)."""
+        while True:
+            await asyncio.sleep(every_s)
+            print(
+                f"worker {self.args.stats_name}: {len(self.consumers)} consumers; in {every_s:.0f} s "
+                f"{self.notified} notifications, {self.passes} allocating passes, "
+                f"{len(self.memberships)} memberships",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.notified = self.passes = 0
+            self.memberships.clear()
+
     async def run(self) -> None:
         tracer.subscribe(self.on_trace)
+        if self.args.stats:
+            self.spawn(self.report(self.args.stats))
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -125,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-t", "--topic", required=True)
     parser.add_argument("--strategy", default="AVG")
     parser.add_argument("--handoff", default="classic", choices=["classic", "fenced"])
+    parser.add_argument("--stats", type=float, default=0.0, help="seconds between stats lines")
+    parser.add_argument("--stats-name", default="", help="this worker's name in them")
     args = parser.parse_args(argv)
     from aiorocketmq.logs import configure_logging
     from aiorocketmq.runtime import run
