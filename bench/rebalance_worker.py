@@ -64,6 +64,7 @@ class Worker:
         self.notified = 0
         self.passes = 0
         self.memberships: set[int] = set()
+        self.lag_max = 0.0
 
     def write(self, line: str) -> None:
         sys.stdout.write(line + "\n")
@@ -108,18 +109,35 @@ class Worker:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    async def probe_lag(self) -> None:
+        """How late the event loop runs a 0.1 s timer: how far behind this process is."""
+        loop = asyncio.get_running_loop()
+        while True:
+            t0 = loop.time()
+            await asyncio.sleep(0.1)
+            self.lag_max = max(self.lag_max, loop.time() - t0 - 0.1)
+
     async def report(self, every_s: float) -> None:
         """The ``--stats`` lines (counts since the last line)."""
+        self.spawn(self.probe_lag())
         while True:
             await asyncio.sleep(every_s)
+            reopened = sum(
+                max(0, ch.opened_count - 1)
+                for c in self.consumers.values()
+                if c._impl.client is not None
+                for ch in c._impl.client.channels.values()
+            )
             print(
-                f"worker {self.args.stats_name}: {len(self.consumers)} consumers; in {every_s:.0f} s "
+                f"worker {self.args.stats_name}: {len(self.consumers)} consumers "
+                f"({reopened} channel reopens so far); in {every_s:.0f} s "
                 f"{self.notified} notifications, {self.passes} allocating passes, "
-                f"{len(self.memberships)} memberships",
+                f"{len(self.memberships)} memberships, event loop up to {self.lag_max:.2f} s late",
                 file=sys.stderr,
                 flush=True,
             )
             self.notified = self.passes = 0
+            self.lag_max = 0.0
             self.memberships.clear()
 
     async def run(self) -> None:
