@@ -35,10 +35,12 @@ from aiorocketmq.consumer import (
 )
 from aiorocketmq.consumer.allocate import strategy_by_name
 from aiorocketmq.consumer.client_config import ClientConfig
+from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.trace import tracer
 
-STARTS_AT_ONCE = 8
+STARTS_AT_ONCE = 32
+START_ATTEMPTS = 5
 _MARK = {"queue_added": "+", "queue_dropped": "-"}
 
 
@@ -84,6 +86,21 @@ class Worker:
             self.write(f"E {time.time():.4f} {rec['client_id']} {mark} {queue_key(mq)}")
 
     async def start(self, name: str) -> None:
+        """Start ``name``; a start that fails (a deadline on a saturated machine) is reported
+        on stderr and tried again with a new consumer, as an operator would restart it."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                await self._start_once(name)
+                return
+            except MQError as e:
+                print(f"start of {name} failed (attempt {attempt}): {e}", file=sys.stderr)
+                failed = self.consumers.pop(name, None)
+                if failed is not None:
+                    await failed.shutdown()
+                await asyncio.sleep(attempt)
+        print(f"start of {name} gave up after {START_ATTEMPTS} attempts", file=sys.stderr)
+
+    async def _start_once(self, name: str) -> None:
         async with self.starting:
             c = PushConsumer(
                 self.args.group,
