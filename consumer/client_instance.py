@@ -129,10 +129,12 @@ class MQClientInstance:
         if not self.running:
             return
         self.running = False
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._side_tasks]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
+        self._side_tasks.clear()
         await self.rebalance_service.shutdown()
         await self.pull_message_service.shutdown()
         for channel in list(self.channels.values()):
@@ -479,7 +481,10 @@ class MQClientInstance:
         One round at a time, like RocketMQ's tryLock; where we differ: a call that finds a round
         in flight is not dropped but makes that round go again with fresh data, so a new
         subscription version always reaches the brokers (else pulls fail SUBSCRIPTION_NOT_LATEST
-        until the next periodic heartbeat).
+        until the next periodic heartbeat). The caller holding the round waits for two at most
+        (its own and one for the calls made during it); later calls get a round of their own
+        in the background. Waiting until no call came in would hold ``start()`` for as long as
+        its group keeps changing, as every rebalance that moves a queue asks for a heartbeat.
         """
         if self._heartbeat_lock.locked():
             self._heartbeat_again = True
@@ -487,7 +492,9 @@ class MQClientInstance:
         async with self._heartbeat_lock:
             sent = False
             self._heartbeat_again = True
-            while self._heartbeat_again:
+            for _ in range(2):
+                if not self._heartbeat_again:
+                    break
                 self._heartbeat_again = False
                 data = self._heartbeat_data()
                 addrs = sorted(
@@ -497,7 +504,13 @@ class MQClientInstance:
                     break
                 await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
                 sent = True
+            if self._heartbeat_again and self.running:
+                self._spawn_side_task(self._heartbeat_in_background())
             return sent
+
+    async def _heartbeat_in_background(self) -> None:
+        """The round asked for while a caller's two rounds ran (nobody waits for it)."""
+        await self.send_heartbeat_to_all_broker()
 
 
 def _route_key(route: common_pb2.TopicRouteData) -> bytes:
