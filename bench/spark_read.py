@@ -12,7 +12,8 @@ reads every message back, alternating, ``--rounds`` times each:
   one task per queue in two Python workers, pulls, decoding, Arrow batches, the JVM's rows.
 
 It prints msg/s of each round, the best of each, and Spark's best / the client's best against
-the target of 50 %. Rates vary run to run on a shared machine: compare within one run.
+the target for that size (50 % at 200,000 messages, 80 % from 1,000,000, where Spark's fixed
+costs weigh less). Rates vary run to run on a shared machine: compare within one run.
 
 ``python -m bench.spark_read [--messages N] [--body-size B] [--queues Q] [--rounds R]``
 """
@@ -33,7 +34,14 @@ from typing import Any
 
 __all__ = ["main"]
 
-TARGET_RATIO = 0.5
+TARGET_RATIO = 0.5  # at 200,000 messages
+TARGET_RATIO_LARGE = 0.8  # from LARGE_READ messages on
+LARGE_READ = 1_000_000
+
+
+def target_ratio(messages: int) -> float:
+    """The Spark / client target of a read of ``messages``."""
+    return TARGET_RATIO_LARGE if messages >= LARGE_READ else TARGET_RATIO
 TOPIC = "BenchSparkRead"
 
 
@@ -200,10 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"best: python client {best_python / 1000:.1f} k msg/s, "
                 f"spark {best_spark / 1000:.1f} k msg/s"
             )
-            verdict = "meets" if ratio >= TARGET_RATIO else "misses"
-            print(
-                f"spark / python client: {ratio:.0%} ({verdict} the target of {TARGET_RATIO:.0%})"
-            )
+            target = target_ratio(total)
+            verdict = "meets" if ratio >= target else "misses"
+            print(f"spark / python client: {ratio:.0%} ({verdict} the target of {target:.0%})")
         finally:
             close_channels()
             _cluster_down(root)
