@@ -319,6 +319,32 @@ def test_bounded_assignment_is_the_union_of_the_shares() -> None:
         assert bounded.allocate(G, c, mq_all, cid_all) == [mq for mq in mq_all if owners[mq] == c]
 
 
+def test_bounded_a_topic_and_its_retry_topic_each_keep_their_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pass allocates the topic and the group's retry topic with the same members: both
+    answers are kept, so the consumers of a process compute each once, not at every pass."""
+    import aiorocketmq.consumer.allocate as allocate
+
+    computed: list[str] = []
+    real = allocate._bounded_shares
+
+    def counting(mqs: tuple[MessageQueue, ...], *args: object) -> object:
+        computed.append(mqs[0].topic)
+        return real(mqs, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(allocate, "_bounded_shares", counting)
+    bounded = AllocateMessageQueueConsistentHashBounded()
+    topic = [MessageQueue.interned("KeptTopic", "b", i) for i in range(16)]
+    retry = [MessageQueue.interned("%RETRY%kept", "b", 0)]
+    members = cids(5)
+    for _ in range(3):  # three passes of every member
+        for c in members:
+            bounded.allocate(G, c, topic, members)
+            bounded.allocate(G, c, retry, members)
+    assert computed == ["KeptTopic", "%RETRY%kept"]
+
+
 # -- CONFIG ----------------------------------------------------------------------------
 
 
