@@ -200,19 +200,8 @@ class ProcessQueue:
         ``queue_offset_max`` only grows (RocketMQ sets it to the last new offset, the same
         thing for the increasing offsets a pull returns).
         """
-        offsets = self._offsets
-        for msg in msgs:
-            offset = msg.queue_offset
-            if offset in self._msg_tree or offset in self._consuming_msgs:
-                continue
-            self._msg_tree[offset] = msg
-            if not offsets or offset > offsets[-1]:
-                offsets.append(offset)  # the usual case: a pull returns increasing offsets
-            else:
-                bisect.insort(offsets, offset)
-            self._msg_count += 1
-            self._msg_size += len(msg.body)
-            self.queue_offset_max = max(self.queue_offset_max, offset)
+        if not self._append_run(msgs):
+            self._put_one_by_one(msgs)
         dispatch_to_consume = False
         if self._msg_tree and not self.consuming:
             dispatch_to_consume = True
@@ -229,6 +218,41 @@ class ProcessQueue:
                     self.msg_acc_cnt = acc_total
         return dispatch_to_consume
 
+    def _append_run(self, msgs: Sequence[MessageExt]) -> bool:
+        """The usual pull: offsets strictly increasing and all past what is held, added in one
+        step (a dict update and a list extend instead of a Python loop per message). False,
+        with nothing changed, when ``msgs`` is not such a run."""
+        if not msgs or self._consuming_msgs:
+            return False
+        new = [m.queue_offset for m in msgs]
+        offsets = self._offsets
+        if offsets and new[0] <= offsets[-1]:
+            return False  # may overlap what is held: one by one
+        run = dict(zip(new, msgs, strict=True))
+        if len(run) != len(new) or sorted(new) != new:
+            return False
+        self._msg_tree.update(run)
+        offsets.extend(new)
+        self._msg_count += len(new)
+        self._msg_size += sum([len(m.body) for m in msgs])
+        self.queue_offset_max = max(self.queue_offset_max, new[-1])
+        return True
+
+    def _put_one_by_one(self, msgs: Sequence[MessageExt]) -> None:
+        offsets = self._offsets
+        for msg in msgs:
+            offset = msg.queue_offset
+            if offset in self._msg_tree or offset in self._consuming_msgs:
+                continue
+            self._msg_tree[offset] = msg
+            if not offsets or offset > offsets[-1]:
+                offsets.append(offset)
+            else:
+                bisect.insort(offsets, offset)
+            self._msg_count += 1
+            self._msg_size += len(msg.body)
+            self.queue_offset_max = max(self.queue_offset_max, offset)
+
     # -- concurrent consumption ------------------------------------------------------------
 
     def remove_message(self, msgs: Iterable[MessageExt]) -> int:
@@ -241,12 +265,10 @@ class ProcessQueue:
         if not self._msg_tree:
             return -1
         result = self.queue_offset_max + 1
-        removed: list[int] = []
-        for msg in msgs:
-            prev = self._msg_tree.pop(msg.queue_offset, None)
-            if prev is not None:
-                removed.append(msg.queue_offset)
-                self._msg_size -= len(prev.body)
+        tree = self._msg_tree
+        popped = [(m.queue_offset, tree.pop(m.queue_offset, None)) for m in msgs]
+        removed = [offset for offset, prev in popped if prev is not None]
+        self._msg_size -= sum([len(prev.body) for _, prev in popped if prev is not None])
         self._remove_offsets(removed)
         self._msg_count -= len(removed)
         if self._msg_count == 0:
@@ -258,6 +280,10 @@ class ProcessQueue:
     def _remove_offsets(self, removed: list[int]) -> None:
         """Drop ``removed`` (already gone from ``_msg_tree``) from the sorted offsets."""
         offsets = self._offsets
+        k = len(removed)
+        if k and offsets[0] == min(removed) and offsets[k - 1] == max(removed):
+            del offsets[:k]  # the usual case: the oldest batch acked first (distinct, sorted)
+            return
         if len(removed) * 8 > len(offsets):
             self._offsets = [o for o in offsets if o in self._msg_tree]
             return

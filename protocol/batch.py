@@ -66,6 +66,8 @@ BuildResult = tuple[int, bytes, bytes, list[int], list[int]]
 # ---- the producer's side ------------------------------------------------------------------------
 def message_properties(message: Message) -> bytes:
     """A message's properties as stored: its own, then TAGS, KEYS and DELAY."""
+    if not (message.properties or message.tags or message.keys or message.delay_time_level > 0):
+        return b""
     merged = dict(message.properties)
     if message.tags:
         merged[MessageConst.PROPERTY_TAGS] = message.tags
@@ -76,16 +78,19 @@ def message_properties(message: Message) -> bytes:
     return encode_properties(merged).encode() if merged else b""
 
 
+def _item_parts(body: bytes, properties: bytes, flag: int) -> tuple[bytes, bytes, bytes, bytes]:
+    """One item's pieces, to be joined (a whole batch body is joined once, not item by item)."""
+    return (
+        _ITEM_HEAD.pack(ITEM_FIXED_SIZE + len(body) + len(properties), 0, 0, flag, len(body)),
+        body,
+        _I16.pack(len(properties)),
+        properties,
+    )
+
+
 def batch_item(body: bytes, properties: bytes, flag: int) -> bytes:
     """One message's item of a batch body, its properties already encoded."""
-    return b"".join(
-        (
-            _ITEM_HEAD.pack(ITEM_FIXED_SIZE + len(body) + len(properties), 0, 0, flag, len(body)),
-            body,
-            _I16.pack(len(properties)),
-            properties,
-        )
-    )
+    return b"".join(_item_parts(body, properties, flag))
 
 
 def encode_batch(messages: Iterable[Message]) -> bytes:
@@ -101,7 +106,7 @@ def encode_batch(messages: Iterable[Message]) -> bytes:
                 f"messages[{index}]: message properties are {len(properties)} bytes, over the "
                 f"limit {MAX_PROPERTIES_LENGTH}"
             )
-        parts.append(batch_item(message.body, properties, message.flag))
+        parts.extend(_item_parts(message.body, properties, message.flag))
     return b"".join(parts)
 
 
