@@ -183,6 +183,55 @@ def _check_record(
     )
 
 
+_KEY_MARKERS = (
+    f"{MessageConst.PROPERTY_KEYS}\x01".encode(),
+    f"{MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX}\x01".encode(),
+)
+
+
+def _keyed_record(
+    buf: memoryview, pos: int, limit: int, expected_offset: int
+) -> DispatchRequest | None:
+    """The record at ``pos`` as the key index needs it: where it is, when it was stored, and
+    its properties only when they may name a key (KEYS or UNIQ_KEY), else "".
+
+    It reads records this store wrote and acknowledged (the recovery checked the tail at start),
+    so it checks their frame, not their body's CRC; decoding every record's body CRC and
+    strings in Python cost the broker about a microsecond per message, on a thread that takes
+    the event loop's GIL.
+    """
+    if pos + MIN_RECORD_SIZE > limit:
+        return None
+    total = _I32.unpack_from(buf, pos)[0]
+    end = pos + total
+    if total < MIN_RECORD_SIZE or end > limit:
+        return None
+    header = _HEADERS[_I32.unpack_from(buf, pos + SYSFLAG_POS)[0] & HOST_FLAGS]
+    fields = header.unpack_from(buf, pos)
+    magic, queue_id, queue_offset, physical_offset = fields[1], fields[3], fields[5], fields[6]
+    body_length = fields[16]
+    if magic != MESSAGE_MAGIC_CODE or physical_offset != expected_offset:
+        return None
+    topic_pos = pos + header.size + body_length
+    topic_length = _I16.unpack_from(buf, topic_pos)[0]
+    properties_pos = topic_pos + 2 + topic_length
+    properties = ""
+    if properties_pos + 2 < end:
+        raw = bytes(buf[properties_pos + 2 : end])
+        if any(marker in raw for marker in _KEY_MARKERS):
+            properties = raw.decode("utf-8", "replace")
+    return DispatchRequest(
+        topic=str(buf[topic_pos + 2 : properties_pos], "utf-8", "replace") if properties else "",
+        queue_id=queue_id,
+        commit_log_offset=physical_offset,
+        msg_size=total,
+        tags_code=0,
+        store_timestamp=fields[11],
+        consume_queue_offset=queue_offset,
+        properties=properties,
+    )
+
+
 @dataclass(slots=True, eq=False)
 class _Segment:
     """One segment file. ``wrote`` is its file size; ``full`` once a blank marker closes it."""
@@ -259,9 +308,12 @@ class CommitLog:
             index += 1
             pos = 0
 
-    def scan(self, offset: int, dispatch: Callable[[DispatchRequest], None], max_bytes: int) -> int:
-        """Dispatch the valid records from ``offset`` (a record boundary) on, about
-        ``max_bytes`` of them at most, without changing anything; where it stopped."""
+    def scan_keyed(
+        self, offset: int, dispatch: Callable[[DispatchRequest], None], max_bytes: int
+    ) -> int:
+        """For the key index: dispatch the records from ``offset`` (a record boundary) on,
+        about ``max_bytes`` of them at most, as ``_keyed_record`` reads them (a record with no
+        key has no topic and no properties); where it stopped. Changes nothing."""
         offset = max(offset, self.min_offset)
         stop = min(self.max_offset, offset + max_bytes)
         while offset < stop:
@@ -273,7 +325,9 @@ class CommitLog:
                     break
                 offset = seg.start + seg.capacity
                 continue
-            end, blank = self._scan_segment(seg, offset - seg.start, dispatch, stop - seg.start)
+            end, blank = self._scan_segment(
+                seg, offset - seg.start, dispatch, stop - seg.start, read=_keyed_record
+            )
             if blank is not None:
                 offset = seg.start + seg.capacity
             elif seg.start + end == offset:
@@ -288,9 +342,12 @@ class CommitLog:
         pos: int,
         dispatch: Callable[[DispatchRequest], None],
         stop: int | None = None,
+        *,
+        read: Callable[[memoryview, int, int, int], DispatchRequest | None] = _check_record,
     ) -> tuple[int, int | None]:
         """(where valid data ends, the blank's size if a blank marker ends it); with ``stop``,
-        no record is started at or after that position."""
+        no record is started at or after that position. ``read`` checks and reads a record
+        (None: not a whole valid one)."""
         size = seg.wrote
         if size == 0 or pos >= size:
             return min(pos, size), None
@@ -304,7 +361,7 @@ class CommitLog:
                         if total < END_FILE_MIN_BLANK_LENGTH:
                             break
                         return pos, total
-                    request = _check_record(view, pos, size, seg.start + pos)
+                    request = read(view, pos, size, seg.start + pos)
                     if request is None:
                         break
                     dispatch(request)

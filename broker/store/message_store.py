@@ -1051,7 +1051,14 @@ class MessageStore:
     def _index_records(self, index: IndexService, target: int) -> int:
         """Blocking: index the records from where the index ends, up to ``target``."""
 
+        keyless: DispatchRequest | None = None  # the last record passed over since a put
+
         def dispatch(request: DispatchRequest) -> None:
+            nonlocal keyless
+            if not request.properties:  # no key: the index only moves past it (once, below)
+                keyless = request
+                return
+            keyless = None
             keys = find_property(request.properties, MessageConst.PROPERTY_KEYS) or ""
             uniq = find_property(
                 request.properties, MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -1059,16 +1066,23 @@ class MessageStore:
             names = {k for k in keys.split(" ") if k}
             if uniq:
                 names.add(uniq)
-            end = request.commit_log_offset + request.msg_size
             index.put(
                 [f"{request.topic}#{k}" for k in sorted(names)],
                 request.commit_log_offset,
                 request.store_timestamp,
-                end,
+                end_of(request),
             )
 
+        def end_of(request: DispatchRequest) -> int:
+            return request.commit_log_offset + request.msg_size
+
         start = max(index.end_phy_offset, self._commit_log.min_offset)
-        return self._commit_log.scan(start, dispatch, min(target - start, 4 * 1024 * 1024))
+        reached = self._commit_log.scan_keyed(
+            start, dispatch, min(target - start, 4 * 1024 * 1024)
+        )
+        if keyless is not None:
+            index.put([], keyless.commit_log_offset, keyless.store_timestamp, end_of(keyless))
+        return reached
 
     async def query_messages_by_key(
         self, topic: str, key: str, max_num: int, begin_ms: int = 0, end_ms: int | None = None
