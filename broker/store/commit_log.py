@@ -260,6 +260,11 @@ class CommitLog:
         self._dir_fd: int | None = None
         # A segment was created or deleted since the directory was last fsynced.
         self.dir_dirty = False
+        # For the key index: what this log wrote since it was opened and may hold a KEYS or
+        # UNIQ_KEY property, as [start, end) ranges of whole writes (adjacent ones merged).
+        # Records from before the open (``load``) were not watched: all of them may.
+        self._keyed: list[list[int]] = []
+        self._watched_from = 0
 
     # ---- opening and recovery ------------------------------------------------------------
     def load(self) -> None:
@@ -276,6 +281,7 @@ class CommitLog:
         for seg, nxt in zip(self._segments, self._segments[1:], strict=False):
             seg.capacity = nxt.start - seg.start
             seg.full = True
+        self._watched_from = self._segments[-1].end if self._segments else 0
 
     def recover(self, scan_from: int, dispatch: Callable[[DispatchRequest], None]) -> None:
         """Check every record from ``scan_from`` on, dispatch the valid ones, cut at a bad one."""
@@ -533,10 +539,34 @@ class CommitLog:
 
     def _write(self, seg: _Segment, data: bytes) -> None:
         pwrite_all(seg.fd, data, seg.wrote)
+        start = seg.start + seg.wrote
         seg.wrote += len(data)
+        if any(marker in data for marker in _KEY_MARKERS):  # C searches, no record parsed
+            keyed = self._keyed
+            if keyed and keyed[-1][1] == start:
+                keyed[-1][1] = start + len(data)
+            else:
+                keyed.append([start, start + len(data)])
+
+    def keyed_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of ``[start, end)`` (record boundaries) whose records may hold a key: the
+        key index reads only these, and passes over the rest of the log without reading it.
+        Ranges that end by ``start`` are forgotten."""
+        keyed = self._keyed
+        while keyed and keyed[0][1] <= start:
+            keyed.pop(0)
+        found = [(start, min(end, self._watched_from))] if start < self._watched_from else []
+        for a, b in keyed:
+            if a >= end:
+                break
+            a, b = max(a, start, self._watched_from), min(b, end)
+            if a < b:
+                found.append((a, b))
+        return found
 
     def truncate(self, offset: int) -> None:
         """Drop everything at or after physical ``offset`` (files cut, later segments deleted)."""
+        self._keyed = [[a, min(b, offset)] for a, b in self._keyed if a < offset]
         while len(self._segments) > 1 and self._segments[-1].start >= offset:
             self._destroy(self._segments.pop())
             self._starts.pop()

@@ -1043,22 +1043,22 @@ class MessageStore:
             return False
         async with self._index_lock:
             target = self._commit_log.max_offset
-            if index.end_phy_offset >= target:
+            start = max(index.end_phy_offset, self._commit_log.min_offset)
+            if start >= target:
                 return False
-            reached = await self._run_blocking(self._index_records, index, target)
+            ranges = self._commit_log.keyed_ranges(start, target)
+            reached = await self._run_blocking(self._index_records, index, ranges, target)
         return reached < target
 
-    def _index_records(self, index: IndexService, target: int) -> int:
-        """Blocking: index the records from where the index ends, up to ``target``."""
-
-        keyless: DispatchRequest | None = None  # the last record passed over since a put
+    def _index_records(
+        self, index: IndexService, ranges: list[tuple[int, int]], target: int
+    ) -> int:
+        """Blocking: index the records of ``ranges`` (those that may hold a key, up to
+        ``target``), about 4 MiB of them at most; where the index now ends."""
 
         def dispatch(request: DispatchRequest) -> None:
-            nonlocal keyless
-            if not request.properties:  # no key: the index only moves past it (once, below)
-                keyless = request
+            if not request.properties:  # no key: nothing to index
                 return
-            keyless = None
             keys = find_property(request.properties, MessageConst.PROPERTY_KEYS) or ""
             uniq = find_property(
                 request.properties, MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -1070,19 +1070,24 @@ class MessageStore:
                 [f"{request.topic}#{k}" for k in sorted(names)],
                 request.commit_log_offset,
                 request.store_timestamp,
-                end_of(request),
+                request.commit_log_offset + request.msg_size,
             )
 
-        def end_of(request: DispatchRequest) -> int:
-            return request.commit_log_offset + request.msg_size
-
-        start = max(index.end_phy_offset, self._commit_log.min_offset)
-        reached = self._commit_log.scan_keyed(
-            start, dispatch, min(target - start, 4 * 1024 * 1024)
-        )
-        if keyless is not None:
-            index.put([], keyless.commit_log_offset, keyless.store_timestamp, end_of(keyless))
-        return reached
+        budget = 4 * 1024 * 1024
+        for start, end in ranges:
+            if budget <= 0:  # the next step goes on from here
+                index.put([], start, int(time.time() * 1000), start)
+                return start
+            reached = self._commit_log.scan_keyed(start, dispatch, min(end - start, budget))
+            if reached == start:  # a record it cannot read: this range stays unindexed
+                log.warning("key index: unreadable record, range passed over", offset=start)
+                continue
+            budget -= reached - start
+            if reached < end:  # out of budget: the next step goes on from here
+                index.put([], reached, int(time.time() * 1000), reached)
+                return reached
+        index.put([], target, int(time.time() * 1000), target)
+        return target
 
     async def query_messages_by_key(
         self, topic: str, key: str, max_num: int, begin_ms: int = 0, end_ms: int | None = None

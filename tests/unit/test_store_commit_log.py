@@ -99,6 +99,35 @@ def test_read_records_coalesces_and_reports_gone(tmp_path: Path) -> None:
     log.close()
 
 
+def test_keyed_ranges_are_the_writes_that_may_hold_a_key(tmp_path: Path) -> None:
+    """The key index reads only these: writes with a KEYS or UNIQ_KEY property (adjacent ones
+    merged), and everything written before the log was opened, which nobody watched."""
+    log = open_log(tmp_path, segment_size=1 << 20)
+    [(a, _)] = append(log, [b"plain"])
+    keyed = encode_properties({"KEYS": "order-1"}).encode()
+    placed = log.append_batch(
+        topic=b"T", queue_id=1, queue_offset=1, items=[(b"k", keyed, 0)], born_timestamp=1,
+        born_host=BORN, store_timestamp=2, store_host=HOST, reconsume_times=0,
+    )
+    [(k1, _)] = placed
+    uniq = encode_properties({"UNIQ_KEY": "AC11"}).encode()
+    [(k2, k2_size)] = log.append_batch(
+        topic=b"T", queue_id=1, queue_offset=2, items=[(b"u", uniq, 0)], born_timestamp=1,
+        born_host=BORN, store_timestamp=2, store_host=HOST, reconsume_times=0,
+    )
+    [(b, _)] = append(log, [b"plain again"], queue_offset=3)
+    end = log.max_offset
+    assert log.keyed_ranges(a, end) == [(k1, k2 + k2_size)]  # two writes, merged
+    assert log.keyed_ranges(k2, end) == [(k2, k2 + k2_size)]
+    assert log.keyed_ranges(b, end) == []  # and the ranges before b are forgotten
+    log.close()
+    reopened = open_log(tmp_path, segment_size=1 << 20)
+    [(c, c_size)] = append(reopened, [b"after the restart"], queue_offset=4)
+    assert reopened.keyed_ranges(a, c + c_size) == [(a, end)]  # not watched: all of it
+    assert reopened.keyed_ranges(end, c + c_size) == []
+    reopened.close()
+
+
 def test_failed_append_leaves_the_log_as_before(tmp_path: Path) -> None:
     log = open_log(tmp_path, segment_size=1024)
     append(log, [b"x" * 100])

@@ -85,6 +85,8 @@ async def test_the_store_finds_a_message_among_many_by_key_and_after_a_restart(
             await store.put_messages(
                 "Orders", start // 100 % 4, batch, born_host="10.0.0.1:1", born_timestamp=1
             )
+            keyless = [Message("Orders", b"no key") for _ in range(30)]  # read past, not indexed
+            await store.put_messages("Orders", 5, keyless, born_host="10.0.0.1:1", born_timestamp=1)
         await store.put_messages(
             "Other", 0, [Message("Other", b"x", keys="order-5")], born_host="10.0.0.1:1",
             born_timestamp=1,
