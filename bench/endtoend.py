@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
+import multiprocessing.process
 import shutil
 import struct
 import subprocess
@@ -52,8 +54,10 @@ from aiorocketmq.protocol.rpc import insecure_channel
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc
 from aiorocketmq.runtime import run
 from bench.echo_server import ECHO_METHOD
+from bench.procs import cpu_seconds
 from bench.stats import percentile
 from bench.throughput import (
+    Server,
     _free_port,
     answers,
     create_topic,
@@ -82,109 +86,262 @@ def stamped(bodies: list[bytes]) -> list[bytes]:
 
 @dataclass
 class Run:
-    """One system's figures: sustained and open-loop rates, latency samples at a paced rate."""
+    """One system's figures: sustained and open-loop rates, latency samples at a paced rate,
+    and the CPU time per message of each process in the sustained phase."""
 
     name: str
     saturated: float = 0.0  # sustained: the backlog bounded by --window
     open_loop: float | None = None  # the senders not waiting for the consumer
     paced_rate: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    cpu_us: dict[str, float] = field(default_factory=dict)  # process -> µs per message
 
     def row(self) -> str:
+        cpu = ", ".join(f"{k} {v:.2f}" for k, v in self.cpu_us.items())
         head = f"{self.name:<38} {self.saturated:>11,.0f}"
         if not self.latencies:
-            return head
+            return f"{head} {'':>10} {'':>10} {'':>8} {'':>7} {'':>7} {'':>7}  {cpu}"
         lat = self.latencies
         open_loop = "" if self.open_loop is None else f"{self.open_loop:,.0f}"
         return (
             f"{head} {open_loop:>10} {self.paced_rate:>10,.0f} {len(lat):>8} "
             f"{percentile(lat, 50) * 1000:>7.2f} {percentile(lat, 99) * 1000:>7.2f} "
-            f"{percentile(lat, 99.9) * 1000:>7.2f}"
+            f"{percentile(lat, 99.9) * 1000:>7.2f}  {cpu}"
         )
 
 
-class Consumed:
-    """What a consumer saw: a count, and latency samples while ``sampling``."""
+_MP = multiprocessing.get_context("spawn")
+# The backlog is polled (the count lives in memory another process writes: no event to await),
+# at 2 ms: libuv timers count whole milliseconds, and a shorter sleep under uvloop spins.
+_POLL_S = 0.002
 
-    def __init__(self, window: int = 0) -> None:
-        self.count = 0
-        self.produced = 0
-        self.drained = asyncio.Event()  # set when all produced so far was consumed
-        self.window = window  # senders wait while this many are unconsumed (0: never)
-        self.room = asyncio.Event()
-        self.room.set()
-        self.sampling = False
+
+@dataclass
+class Shared:
+    """What the producer's side and the consumer's process share: the consumer's count and
+    whether it takes latency samples (shared memory, one writer each)."""
+
+    count: Any = field(default_factory=lambda: _MP.Value("q", 0, lock=False))
+    sampling: Any = field(default_factory=lambda: _MP.Value("b", 0, lock=False))
+    stop: Any = field(default_factory=lambda: _MP.Event())
+    ready: Any = field(default_factory=lambda: _MP.Event())
+
+
+class Consumed:
+    """The consumer's side: counts what the listener got, and samples latencies while asked."""
+
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
         self.samples: list[float] = []
+
+    def seen(self, bodies: Sequence[bytes]) -> None:
+        self.shared.count.value += len(bodies)
+        if self.shared.sampling.value:
+            now = time.perf_counter()  # CLOCK_MONOTONIC: the sender's clock too
+            self.samples.extend(now - _STAMP.unpack_from(b)[0] for b in bodies)
+
+
+class Backlog:
+    """The producer's side: what was sent, what the consumer's process has counted."""
+
+    def __init__(self, shared: Shared, window: int) -> None:
+        self.shared = shared
+        self.window = window
+        self.produced = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        self._watch: asyncio.Task[None] | None = None
+
+    @property
+    def consumed(self) -> int:
+        return int(self.shared.count.value)
 
     def sent(self, n: int) -> None:
         self.produced += n
-        if self.window and self.produced - self.count >= self.window:
-            self.room.clear()
+        if self.produced - self.consumed >= self.window and self._room.is_set():
+            self._room.clear()
+            self._watch = asyncio.create_task(self._watch_for_room())
 
-    def seen(self, bodies: Sequence[bytes]) -> None:
-        self.count += len(bodies)
-        if self.count >= self.produced:
-            self.drained.set()
-        if not self.room.is_set() and self.produced - self.count < self.window:
-            self.room.set()
-        if self.sampling:
-            now = time.perf_counter()
-            self.samples.extend(now - _STAMP.unpack_from(b)[0] for b in bodies)
+    async def _watch_for_room(self) -> None:
+        """One poller for all the senders (eight polling would spend the CPU they measure)."""
+        while self.produced - self.consumed >= self.window:  # noqa: ASYNC110 (see _POLL_S)
+            await asyncio.sleep(_POLL_S)
+        self._room.set()
+
+    async def room(self) -> None:
+        """Until the backlog is under the window."""
+        await self._room.wait()
+
+    async def drain(self, timeout: float = 300.0) -> None:
+        """Until everything sent so far was consumed (the next phase would time the backlog)."""
+        async with asyncio.timeout(timeout):
+            while self.consumed < self.produced:  # noqa: ASYNC110 (see _POLL_S)
+                await asyncio.sleep(_POLL_S)
 
 
 async def saturate(
     senders: int,
     duration: float,
     send: Callable[[], Awaitable[None]],
-    consumed: Consumed,
+    backlog: Backlog,
     *,
     bounded: bool = True,
 ) -> float:
     """Every sender sends as fast as it can for ``duration`` s, waiting while the backlog is at
-    the consumer's window when ``bounded``: consumed messages per second (after a warm-up of a
-    fifth of the time)."""
+    the window when ``bounded``: consumed messages per second (after a warm-up of a fifth of
+    the time)."""
     stop = False
 
     async def loop() -> None:
         while not stop:
             if bounded:
-                await consumed.room.wait()
+                await backlog.room()
             await send()
 
     tasks = [asyncio.create_task(loop()) for _ in range(senders)]
     await asyncio.sleep(duration / 5)
-    c0, t0 = consumed.count, time.perf_counter()
+    c0, t0 = backlog.consumed, time.perf_counter()
     await asyncio.sleep(duration)
-    rate = (consumed.count - c0) / (time.perf_counter() - t0)
+    rate = (backlog.consumed - c0) / (time.perf_counter() - t0)
     stop = True
     await asyncio.gather(*tasks)
     return rate
 
 
-async def drain(consumed: Consumed) -> None:
-    """Wait until everything sent so far was consumed (the next phase would time the backlog)."""
-    consumed.drained.clear()
-    if consumed.count < consumed.produced:
-        await asyncio.wait_for(consumed.drained.wait(), 300)
+@dataclass
+class ConsumerProcess:
+    """A consumer running in a process of its own (``consumer_main``), as a consumer
+    application runs beside its producers."""
+
+    proc: multiprocessing.process.BaseProcess
+    shared: Shared
+    samples: Any  # the receiving end of a pipe: the latency samples, sent at the end
+
+    @classmethod
+    def start(cls, target: Callable[..., None], *args: Any) -> ConsumerProcess:
+        shared = Shared()
+        receive, send = _MP.Pipe(duplex=False)
+        proc = _MP.Process(target=target, args=(*args, shared, send), daemon=True)
+        proc.start()
+        send.close()
+        if not shared.ready.wait(60):
+            proc.kill()
+            raise RuntimeError(f"the consumer process did not start (exit code {proc.exitcode})")
+        return cls(proc, shared, receive)
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.proc.pid or 0) or 0.0
+
+    def stop(self) -> list[float]:
+        """Stop it (once; later calls return nothing); the latency samples it took."""
+        if self.shared.stop.is_set():
+            return []
+        self.shared.stop.set()
+        samples: list[float] = self.samples.recv() if self.samples.poll(60) else []
+        self.proc.join(30)
+        if self.proc.is_alive():
+            self.proc.kill()
+        return samples
+
+
+def _serve_consumer(shared: Shared, send: Any, body: Callable[[Consumed], Awaitable[None]]) -> None:
+    """A consumer process's life: ``body`` runs until the parent says stop; then the samples
+    go back through ``send``."""
+    configure_logging("ERROR")
+    consumed = Consumed(shared)
+
+    async def main() -> None:
+        await body(consumed)
+
+    try:
+        run(main())
+    finally:
+        send.send(consumed.samples)
+        send.close()
+
+
+async def _until_stopped(shared: Shared) -> None:
+    shared.ready.set()
+    await asyncio.to_thread(shared.stop.wait)
+
+
+def aiorocketmq_consumer(
+    ns_addr: str, group: str, pull_batch: int, consume_batch: int, shared: Shared, send: Any
+) -> None:
+    """The consumer process of an aiorocketmq row: one ``PushConsumer``."""
+
+    async def body(consumed: Consumed) -> None:
+        async def listener(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
+            consumed.seen([m.body for m in msgs])
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            group,
+            ns_addr,
+            pull_batch_size=pull_batch,
+            consume_message_batch_max_size=consume_batch,
+        )
+        consumer.subscribe(TOPIC, "*")
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        try:
+            await _until_stopped(shared)
+        finally:
+            await consumer.shutdown()
+
+    _serve_consumer(shared, send, body)
+
+
+def redis_consumer(
+    port: int, stream: str, group: str, count: int, shared: Shared, send: Any
+) -> None:
+    """The consumer process of the Redis row: XREADGROUP (``count`` a read) and one XACK a
+    read, with redis-py's asyncio client."""
+
+    async def body(consumed: Consumed) -> None:
+        import redis.asyncio as aioredis
+
+        reader = aioredis.Redis(port=port)
+        shared.ready.set()
+        try:
+            while not shared.stop.is_set():
+                got: Any = await reader.xreadgroup(
+                    group, "c1", {stream: ">"}, count=count, block=100
+                )
+                for _, entries in got or []:
+                    consumed.seen([fields[b"b"] for _, fields in entries])
+                    await reader.xack(stream, group, *(mid for mid, _ in entries))
+        finally:
+            await reader.aclose()
+
+    _serve_consumer(shared, send, body)
 
 
 async def phases(
     args: argparse.Namespace,
     result: Run,
     send: Callable[[], Coroutine[Any, Any, None]],
-    consumed: Consumed,
-    *,
-    open_loop: bool,
+    consumer: ConsumerProcess,
+    backlog: Backlog,
+    cpu: dict[str, Callable[[], float | None]],
 ) -> None:
-    """The sustained rate, then (``open_loop``) the open-loop one, then the paced latencies."""
-    result.saturated = await saturate(args.senders, args.duration, send, consumed)
-    if open_loop:
-        await drain(consumed)
-        result.open_loop = await saturate(
-            args.senders, args.duration, send, consumed, bounded=False
-        )
+    """The sustained rate (with each process's CPU per message), the open-loop one, then the
+    paced latencies."""
+    cpu = {**cpu, "consumer": consumer.cpu_seconds, "producer": time.process_time}
+    before = {name: f() for name, f in cpu.items()}
+    c0 = backlog.consumed
+    result.saturated = await saturate(args.senders, args.duration, send, backlog)
+    moved = backlog.consumed - c0
+    for name, f in cpu.items():
+        used, was = f(), before[name]
+        if used is not None and was is not None and moved:
+            result.cpu_us[name] = (used - was) / moved * 1e6
+    await backlog.drain()
+    result.open_loop = await saturate(args.senders, args.duration, send, backlog, bounded=False)
     result.paced_rate = result.saturated / 2
-    result.latencies = await paced(result.paced_rate, args.batch, args.samples, send, consumed)
+    await backlog.drain()
+    await paced(result.paced_rate, args.batch, args.samples, send, backlog)
+    result.latencies = consumer.stop()
 
 
 async def paced(
@@ -192,17 +349,18 @@ async def paced(
     batch: int,
     samples: int,
     send: Callable[[], Coroutine[Any, Any, None]],
-    consumed: Consumed,
-) -> list[float]:
-    """Batches offered at ``rate`` messages per second until ``samples`` latencies are taken."""
-    await drain(consumed)
-    consumed.samples = []
-    consumed.sampling = True
+    backlog: Backlog,
+) -> None:
+    """Batches offered at ``rate`` messages per second until ``samples`` messages were
+    consumed while the consumer took samples."""
+    shared = backlog.shared
+    shared.sampling.value = 1
+    c0 = backlog.consumed
     interval = batch / rate
     start = time.perf_counter()
     inflight: set[asyncio.Task[None]] = set()
     i = 0
-    while len(consumed.samples) < samples:
+    while backlog.consumed - c0 < samples:
         delay = start + i * interval - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
@@ -211,80 +369,63 @@ async def paced(
         task.add_done_callback(inflight.discard)
         i += 1
     await asyncio.gather(*inflight)
-    consumed.sampling = False
-    return list(consumed.samples)
+    await backlog.drain()
+    shared.sampling.value = 0
 
 
 async def measure_aiorocketmq(
-    args: argparse.Namespace, ns_addr: str, bodies: list[bytes], pull_batch: int
+    args: argparse.Namespace, ns_addr: str, broker: Server, bodies: list[bytes], pull_batch: int
 ) -> Run:
-    """One row: the producer and a consumer of its own group pulling ``pull_batch`` per call."""
-    consumed = Consumed(args.window)
-
-    async def listener(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
-        consumed.seen([m.body for m in msgs])
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    consumer = PushConsumer(
-        f"bench_endtoend_{pull_batch}",
-        ns_addr,
-        pull_batch_size=pull_batch,
-        consume_message_batch_max_size=args.consume_batch,
-    )
-    consumer.subscribe(TOPIC, "*")
-    consumer.register_message_listener(listener)
+    """One row: ``Producer.send_batch`` here, a ``PushConsumer`` of its own group pulling
+    ``pull_batch`` per call in its own process."""
     result = Run(f"aiorocketmq, pulls of {pull_batch}")
-    async with Producer("bench_endtoend_producer", ns_addr) as producer:
-        await consumer.start()
-        try:
+    consumer = ConsumerProcess.start(
+        aiorocketmq_consumer,
+        ns_addr,
+        f"bench_endtoend_{pull_batch}",
+        pull_batch,
+        args.consume_batch,
+    )
+    backlog = Backlog(consumer.shared, args.window)
+    try:
+        async with Producer("bench_endtoend_producer", ns_addr) as producer:
 
             async def send() -> None:
                 msgs = [Message(TOPIC, b) for b in stamped(bodies)]
                 await producer.send_batch(msgs, timeout=30)
-                consumed.sent(len(msgs))
+                backlog.sent(len(msgs))
 
-            await phases(args, result, send, consumed, open_loop=True)
-        finally:
-            await consumer.shutdown()
+            await phases(args, result, send, consumer, backlog, {"broker": broker.cpu_seconds})
+    finally:
+        consumer.stop()
     return result
 
 
-async def measure_redis_py(args: argparse.Namespace, port: int, bodies: list[bytes]) -> Run:
+async def measure_redis_py(
+    args: argparse.Namespace, port: int, server: Server, bodies: list[bytes]
+) -> Run:
+    """The same with Redis Streams and redis-py: a pipeline of XADDs per batch here, the
+    reader in its own process."""
     import redis.asyncio as aioredis
 
     client = aioredis.Redis(port=port)
     stream, group = "bench_endtoend", "g"
     await client.xgroup_create(stream, group, id="$", mkstream=True)
-    consumed = Consumed(args.window)
-    stop = asyncio.Event()
-
-    async def consume() -> None:
-        reader = aioredis.Redis(port=port)
-        try:
-            while not stop.is_set():
-                got: Any = await reader.xreadgroup(
-                    group, "c1", {stream: ">"}, count=args.batch, block=100
-                )
-                for _, entries in got or []:
-                    consumed.seen([fields[b"b"] for _, fields in entries])
-                    await reader.xack(stream, group, *(mid for mid, _ in entries))
-        finally:
-            await reader.aclose()
-
-    async def send() -> None:
-        pipe = client.pipeline(transaction=False)
-        for b in stamped(bodies):
-            pipe.xadd(stream, {"b": b})
-        await pipe.execute()
-        consumed.sent(len(bodies))
-
     result = Run("Redis Streams, redis-py")
-    reader_task = asyncio.create_task(consume())
+    consumer = ConsumerProcess.start(redis_consumer, port, stream, group, args.batch)
+    backlog = Backlog(consumer.shared, args.window)
     try:
-        await phases(args, result, send, consumed, open_loop=True)
+
+        async def send() -> None:
+            pipe = client.pipeline(transaction=False)
+            for b in stamped(bodies):
+                pipe.xadd(stream, {"b": b})
+            await pipe.execute()
+            backlog.sent(len(bodies))
+
+        await phases(args, result, send, consumer, backlog, {"redis-server": server.cpu_seconds})
     finally:
-        stop.set()
-        await reader_task
+        consumer.stop()
         await client.aclose()
     return result
 
@@ -341,11 +482,15 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
             "the echo server", echo_server, lambda: answers(lambda: echo(b"", timeout=0.5))
         )
         payload = send_request(TOPIC, 0, bodies).SerializeToString()
+        cpu0 = echo_server.cpu_seconds(), time.process_time()
         t0 = time.perf_counter()
         moved = await echo_calls(channel, payload, args.batch, args.senders, args.duration)
-        runs.append(
-            Run("echo, raw bytes (gRPC alone)", saturated=moved / (time.perf_counter() - t0))
-        )
+        echo_run = Run("echo, raw bytes (gRPC alone)", moved / (time.perf_counter() - t0))
+        server_cpu = echo_server.cpu_seconds()
+        if server_cpu is not None and cpu0[0] is not None:
+            echo_run.cpu_us["echo server"] = (server_cpu - cpu0[0]) / moved * 1e6
+        echo_run.cpu_us["client"] = (time.process_time() - cpu0[1]) / moved * 1e6
+        runs.append(echo_run)
         await channel.close()
         stack.close()  # the echo server stops before the broker starts: one server at a time
 
@@ -362,7 +507,7 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
         await create_topic(stub, TOPIC, QUEUES)
         await asyncio.sleep(1.5)  # the broker registers the topic with the name server
         for pull_batch in args.pull_batch:
-            runs.append(await measure_aiorocketmq(args, ns_addr, bodies, pull_batch))
+            runs.append(await measure_aiorocketmq(args, ns_addr, broker, bodies, pull_batch))
         await broker_channel.close()
         stack.close()
 
@@ -388,7 +533,7 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
             )
         )
         await wait_for("redis", redis, lambda: _redis_up(redis_port))
-        runs.append(await measure_redis_py(args, redis_port, bodies))
+        runs.append(await measure_redis_py(args, redis_port, redis, bodies))
         runs.append(await asyncio.to_thread(redis_benchmark, args, redis_port))
     return runs
 
@@ -412,7 +557,7 @@ def report(runs: list[Run], args: argparse.Namespace) -> str:
         f"{args.consume_batch}; "
         f"sustained: backlog under {args.window:,} messages",
         f"{'':<38} {'sustained':>11} {'open loop':>10} {'paced':>10} {'samples':>8} "
-        f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9':>7}",
+        f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9':>7}  CPU µs per message, sustained",
         f"{'':<38} {'msg/s':>11} {'msg/s':>10} {'msg/s':>10}",
     ]
     lines += [r.row() for r in runs]
@@ -424,9 +569,7 @@ def report(runs: list[Run], args: argparse.Namespace) -> str:
                 continue
             ratio = ours.saturated / peer.saturated
             verdict = "met" if ratio >= target else "NOT met"
-            lines.append(
-                f"{ours.name} / {peer.name}: {ratio:.2f} (target >= {target}: {verdict})"
-            )
+            lines.append(f"{ours.name} / {peer.name}: {ratio:.2f} (target >= {target}: {verdict})")
     return "\n".join(lines)
 
 
