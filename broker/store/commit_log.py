@@ -111,20 +111,28 @@ class DispatchRequest:
     properties: str = ""
 
 
+def _frame(buf: memoryview, pos: int, limit: int) -> tuple[int, struct.Struct] | None:
+    """The size of the record at ``pos`` and its header's layout, if its frame fits."""
+    if pos + MIN_RECORD_SIZE > limit:
+        return None
+    total: int = _I32.unpack_from(buf, pos)[0]
+    if total < MIN_RECORD_SIZE or pos + total > limit:
+        return None
+    header = _HEADERS[_I32.unpack_from(buf, pos + SYSFLAG_POS)[0] & HOST_FLAGS]
+    if header.size > total:
+        return None
+    return total, header
+
+
 def _check_record(
     buf: memoryview, pos: int, limit: int, expected_offset: int
 ) -> DispatchRequest | None:
     """The record at ``pos`` if it is whole and valid (see the module rules), else None."""
-    if pos + MIN_RECORD_SIZE > limit:
+    frame = _frame(buf, pos, limit)
+    if frame is None:
         return None
-    total = _I32.unpack_from(buf, pos)[0]
+    total, header = frame
     end = pos + total
-    if total < MIN_RECORD_SIZE or end > limit:
-        return None
-    sysflag = _I32.unpack_from(buf, pos + SYSFLAG_POS)[0]
-    header = _HEADERS[sysflag & HOST_FLAGS]
-    if pos + header.size > end:
-        return None
     (
         _,
         magic,
@@ -200,19 +208,19 @@ def _keyed_record(
     strings in Python cost the broker about a microsecond per message, on a thread that takes
     the event loop's GIL.
     """
-    if pos + MIN_RECORD_SIZE > limit:
+    frame = _frame(buf, pos, limit)
+    if frame is None:
         return None
-    total = _I32.unpack_from(buf, pos)[0]
+    total, header = frame
     end = pos + total
-    if total < MIN_RECORD_SIZE or end > limit:
-        return None
-    header = _HEADERS[_I32.unpack_from(buf, pos + SYSFLAG_POS)[0] & HOST_FLAGS]
     fields = header.unpack_from(buf, pos)
     magic, queue_id, queue_offset, physical_offset = fields[1], fields[3], fields[5], fields[6]
     body_length = fields[16]
     if magic != MESSAGE_MAGIC_CODE or physical_offset != expected_offset:
         return None
     topic_pos = pos + header.size + body_length
+    if body_length < 0 or topic_pos + 2 > end:
+        return None
     topic_length = _I16.unpack_from(buf, topic_pos)[0]
     properties_pos = topic_pos + 2 + topic_length
     properties = ""
