@@ -341,7 +341,21 @@ class RebalanceImpl:
                     group=self.consumer_group,
                     mq=str(mq),
                 )
-        removed = await self.mode.remove_unnecessary_message_queues(drops) if drops else []
+        fenced = self.fenced and self.message_model is MessageModel.CLUSTERING
+        # Classic and unlocked: the new queues' start offsets do not depend on the dropped
+        # queues' final commits (other queues), so both go to the brokers at once: a pass
+        # that gives queues away and takes others costs one round trip, not two. Not when a
+        # queue is dropped and re-added (pull expired): it starts where its commit left it.
+        ahead: asyncio.Future[list[int]] | None = None
+        early = [mq for mq in diff.to_add if mq not in self.process_queue_table]
+        if drops and early and not need_lock and not fenced and not diff.pull_expired:
+            ahead = asyncio.ensure_future(self._start_offsets([(mq, 0, -1) for mq in early]))
+        try:
+            removed = await self.mode.remove_unnecessary_message_queues(drops) if drops else []
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
         for (mq, _), ok in zip(drops, removed, strict=True):
             if not ok:
                 continue  # an orderly queue whose unlock failed stays, marked dropped
@@ -357,26 +371,14 @@ class RebalanceImpl:
             )
             log.debug("doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq))
 
-        to_add = [mq for mq in diff.to_add if mq not in self.process_queue_table]
-        grants: dict[MessageQueue, tuple[int, int]] | None = None
-        if self.fenced and to_add and self.message_model is MessageModel.CLUSTERING:
-            grants = await self.mode.acquire(to_add) or {}
-        candidates: list[tuple[MessageQueue, int, int]] = []
-        for mq in to_add:
-            if need_lock and not await self.mode.lock(mq):
-                log.warning(
-                    "doRebalance, add a new mq failed, because lock failed",
-                    group=self.consumer_group,
-                    mq=str(mq),
-                )
-                continue
-            epoch, committed = 0, -1
-            if grants is not None:
-                if mq not in grants:
-                    continue  # still held by its previous owner: unbalanced, retried in 1 s
-                epoch, committed = grants[mq]
-            candidates.append((mq, epoch, committed))
-        offsets = await self._start_offsets(candidates)
+        if ahead is not None:
+            candidates = [(mq, 0, -1) for mq in early]
+            offsets = await ahead
+        else:
+            to_add = [mq for mq in diff.to_add if mq not in self.process_queue_table]
+            grants = (await self.mode.acquire(to_add) or {}) if fenced and to_add else None
+            candidates = await self._candidates(to_add, need_lock=need_lock, grants=grants)
+            offsets = await self._start_offsets(candidates)
         requests: list[PullRequest] = []
         if self.destroyed:  # the consumer left while this pass awaited its brokers
             return changed
@@ -414,6 +416,32 @@ class RebalanceImpl:
             )
         self.mode.dispatch_pull_requests(requests)
         return changed
+
+    async def _candidates(
+        self,
+        to_add: list[MessageQueue],
+        *,
+        need_lock: bool,
+        grants: dict[MessageQueue, tuple[int, int]] | None,
+    ) -> list[tuple[MessageQueue, int, int]]:
+        """The new queues this pass may take, as (queue, epoch, committed offset or -1):
+        orderly, those whose broker lock we got; fenced, those granted to us."""
+        candidates: list[tuple[MessageQueue, int, int]] = []
+        for mq in to_add:
+            if need_lock and not await self.mode.lock(mq):
+                log.warning(
+                    "doRebalance, add a new mq failed, because lock failed",
+                    group=self.consumer_group,
+                    mq=str(mq),
+                )
+                continue
+            epoch, committed = 0, -1
+            if grants is not None:
+                if mq not in grants:
+                    continue  # still held by its previous owner: unbalanced, retried in 1 s
+                epoch, committed = grants[mq]
+            candidates.append((mq, epoch, committed))
+        return candidates
 
     async def _start_offsets(self, candidates: list[tuple[MessageQueue, int, int]]) -> list[int]:
         """Where each new queue starts: a grant's committed offset, else the mode's answer,
