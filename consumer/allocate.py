@@ -338,7 +338,9 @@ class AllocateMessageQueueConsistentHashBounded:
     def _shares(
         self, mq_all: list[MessageQueue], cid_all: list[str]
     ) -> dict[str, tuple[MessageQueue, ...]]:
-        cids = tuple(sorted(set(cid_all)))
+        ordered = sorted(cid_all)  # the pass sorted them already: one C pass over the list
+        distinct = len(set(ordered)) == len(ordered)
+        cids = tuple(ordered) if distinct else tuple(sorted(set(ordered)))
         args = (self.virtual_node_cnt, self.epsilon, self.hash_function)
         if not isinstance(self.hash_function, Hashable):
             return _bounded_shares(tuple(mq_all), cids, *args)
@@ -457,10 +459,11 @@ def _bounded_ring(
 
 
 @functools.lru_cache(maxsize=65_536)
-def _queue_home(mq: MessageQueue, hash_function: HashFunction) -> tuple[int, str]:
-    """Where a queue sits on the ring, and its key (cached: queues outlive memberships)."""
+def _queue_home(mq: MessageQueue, hash_function: HashFunction) -> tuple[int, _neg]:
+    """Where a queue sits on the ring, and its key as the heap orders it (cached: queues
+    outlive memberships, and a key built at every proposal cost a quarter of a pass)."""
     key = str(mq)
-    return hash_function(key), key
+    return hash_function(key), _neg(key)
 
 
 # The last answers of this process, by membership: every consumer of a process asks for the
@@ -495,7 +498,7 @@ def _bounded_shares(
     if isinstance(hash_function, Hashable):
         placed = [_queue_home(mq, hash_function) for mq in mqs]
     else:
-        placed = [(hash_function(str(mq)), str(mq)) for mq in mqs]
+        placed = [(hash_function(str(mq)), _neg(str(mq))) for mq in mqs]
     homes = [h for h, _ in placed]
     keys = [k for _, k in placed]
     position = [bisect.bisect_left(ring, h << _SHIFT) for h in homes]  # next point to visit
@@ -515,7 +518,7 @@ def _bounded_shares(
         position[q] = i + 1
         distance = ((key >> _SHIFT) - homes[q]) % span  # within one turn
         heap = held.setdefault(cid, [])
-        heapq.heappush(heap, (-distance, _neg(keys[q]), q))
+        heapq.heappush(heap, (-distance, keys[q], q))
         if len(heap) > capacity:
             rejected = heapq.heappop(heap)[2]
             asked.setdefault(rejected, set()).add(cid)
