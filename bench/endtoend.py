@@ -154,7 +154,7 @@ class Backlog:
         self.produced = 0
         self._room = asyncio.Event()
         self._room.set()
-        self._watch: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None  # kept: a task nobody holds may be collected
 
     @property
     def consumed(self) -> int:
@@ -214,8 +214,8 @@ async def saturate(
 
 @dataclass
 class ConsumerProcess:
-    """A consumer running in a process of its own (``consumer_main``), as a consumer
-    application runs beside its producers."""
+    """A consumer running in a process of its own (``target``, which calls
+    ``_serve_consumer``), as a consumer application runs beside its producers."""
 
     proc: multiprocessing.process.BaseProcess
     shared: Shared
@@ -253,12 +253,8 @@ def _serve_consumer(shared: Shared, send: Any, body: Callable[[Consumed], Awaita
     go back through ``send``."""
     configure_logging("ERROR")
     consumed = Consumed(shared)
-
-    async def main() -> None:
-        await body(consumed)
-
     try:
-        run(main())
+        run(body(consumed))
     finally:
         send.send(consumed.samples)
         send.close()

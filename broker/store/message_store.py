@@ -1073,21 +1073,23 @@ class MessageStore:
                 request.commit_log_offset + request.msg_size,
             )
 
+        def indexed_to(offset: int) -> int:
+            """Everything before ``offset`` is indexed (keyless records included)."""
+            index.put([], offset, int(time.time() * 1000), offset)
+            return offset
+
         budget = 4 * 1024 * 1024
         for start, end in ranges:
             if budget <= 0:  # the next step goes on from here
-                index.put([], start, int(time.time() * 1000), start)
-                return start
+                return indexed_to(start)
             reached = self._commit_log.scan_keyed(start, dispatch, min(end - start, budget))
             if reached == start:  # a record it cannot read: this range stays unindexed
                 log.warning("key index: unreadable record, range passed over", offset=start)
                 continue
             budget -= reached - start
             if reached < end:  # out of budget: the next step goes on from here
-                index.put([], reached, int(time.time() * 1000), reached)
-                return reached
-        index.put([], target, int(time.time() * 1000), target)
-        return target
+                return indexed_to(reached)
+        return indexed_to(target)
 
     async def query_messages_by_key(
         self, topic: str, key: str, max_num: int, begin_ms: int = 0, end_ms: int | None = None
