@@ -14,6 +14,12 @@ an epoch (the generalisation of RocketMQ's LOCK_BATCH_MQ):
 
 A crash releases the grants when the broker sees the channel close; the next owner starts at
 the last committed offset, so only the crashed consumer's uncommitted messages repeat.
+
+An acquire whose answer is lost (a deadline under load) may still have been granted: the broker
+then counts us as the holder of queues we know nothing of, and denies them to their rightful
+owner until our channel closes. Such queues are kept as ``unsure`` and asked for again (the
+broker grants a holder the same epoch again) at the next acquire or before the next pass; what
+the pass no longer wants is then released at once.
 """
 
 from __future__ import annotations
@@ -57,17 +63,34 @@ class FencedHandoff:
         # final offset). Retried before every rebalance until the broker answers; meanwhile
         # the broker still counts us as the holder and denies the queue to everyone else.
         self.pending: dict[MessageQueue, tuple[int, int]] = {}
+        # Queues asked for whose answer never came: perhaps granted to us, unknown to us.
+        self.unsure: set[MessageQueue] = set()
+        # One acquire at a time: an unsure queue's answer must not race a pass wanting it.
+        self._acquiring = asyncio.Lock()
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
-        """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent."""
-        by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
-        for mq in mqs:
-            by_broker[mq.broker_name].append(mq)
-        results = await asyncio.gather(*(self._acquire_one(b, q) for b, q in by_broker.items()))
-        granted: dict[MessageQueue, tuple[int, int]] = {}
-        for part in results:
-            granted.update(part)
-        return granted
+        """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent.
+
+        Unsure queues ride along; those granted but not in ``mqs`` are released at once.
+        """
+        async with self._acquiring:
+            extra = sorted(self.unsure.difference(mqs))
+            by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
+            for mq in [*mqs, *extra]:
+                by_broker[mq.broker_name].append(mq)
+            results = await asyncio.gather(*(self._acquire_one(b, q) for b, q in by_broker.items()))
+            granted: dict[MessageQueue, tuple[int, int]] = {}
+            for part in results:
+                granted.update(part)
+            strays = [(mq, -1) for mq in extra if granted.pop(mq, None) is not None]
+            if strays:
+                log.info(
+                    "releasing queues granted by an acquire whose answer was lost",
+                    group=self.group,
+                    mqs=[str(mq) for mq, _ in strays],
+                )
+                await self.release(strays)  # -1: we never pulled them, nothing to commit
+            return granted
 
     async def _acquire_one(
         self, broker_name: str, mqs: list[MessageQueue]
@@ -85,8 +108,10 @@ class FencedHandoff:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
         except MQError as e:
             log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
+            self.unsure.update(mqs)  # the broker may have granted them all the same
             return {}
         assert isinstance(response, broker_pb2.AcquireQueuesResponse)
+        self.unsure.difference_update(mqs)  # answered: granted or denied, we know which
         granted = {}
         for g in response.granted:
             mq = MessageQueue.from_proto(g.message_queue)
@@ -112,7 +137,12 @@ class FencedHandoff:
         return granted
 
     async def retry_pending(self) -> set[MessageQueue]:
-        """Send again the releases a broker did not get; the queues it released now."""
+        """Send again the releases a broker did not get; the queues it released now.
+
+        First the unsure acquires are settled: the pass about to run may not want them.
+        """
+        if self.unsure:
+            await self.acquire([])  # what it finds granted, it releases
         if not self.pending:
             return set()
         by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)

@@ -1,9 +1,11 @@
-"""The client side of the fenced handoff: a release the broker did not get is sent again."""
+"""The client side of the fenced handoff: a release the broker did not get is sent again, and
+a grant whose answer was lost is found and released when the pass no longer wants it."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from aiorocketmq.broker.client.queue_grants import QueueGrantManager
 from aiorocketmq.consumer.fenced import FencedHandoff
 from aiorocketmq.protocol.errors import ServiceNotAvailable
 from aiorocketmq.protocol.message_queue import MessageQueue
@@ -40,7 +42,9 @@ class Broker:
         self.releases.append(
             [(r.message_queue.queue_id, r.epoch, r.final_offset) for r in request.releases]
         )
-        return broker_pb2.ReleaseQueuesResponse(released=[r.message_queue for r in request.releases])
+        return broker_pb2.ReleaseQueuesResponse(
+            released=[r.message_queue for r in request.releases]
+        )
 
 
 async def test_a_failed_release_is_sent_again_before_the_next_rebalance() -> None:
@@ -69,3 +73,79 @@ async def test_a_queue_granted_again_voids_the_release_still_owed() -> None:
     assert fenced.pending == {}
     assert await fenced.retry_pending() == set()
     assert broker.releases == []
+
+
+class GrantingBroker:
+    """One broker's real grant table; ``lose`` answers are lost after the broker acted."""
+
+    def __init__(self) -> None:
+        self.grants = QueueGrantManager()
+        self.lose = 0
+
+    def client(self, client_id: str) -> Client:
+        return Client(self, client_id)
+
+
+class Client:
+    def __init__(self, broker: GrantingBroker, client_id: str) -> None:
+        self.broker = broker
+        self.client_id = client_id
+
+    async def channel_id_for(self, broker_name: str) -> str | None:
+        return f"ch-{self.client_id}"
+
+    async def invoke_broker(
+        self, broker_name: str, method: str, request: Any, timeout: float | None = None
+    ) -> Any:
+        grants = self.broker.grants
+        if method == "AcquireQueues":
+            mqs = [MessageQueue.from_proto(m) for m in request.mq_set]
+            result = grants.acquire(request.consumer_group, self.client_id, request.channel_id, mqs)
+            response: Any = broker_pb2.AcquireQueuesResponse(
+                granted=[
+                    broker_pb2.QueueGrant(message_queue=g.mq.to_proto(), epoch=g.epoch)
+                    for g in result.granted
+                ]
+            )
+        else:
+            releases = [
+                (MessageQueue.from_proto(r.message_queue), r.epoch) for r in request.releases
+            ]
+            released = grants.release(request.consumer_group, self.client_id, releases)
+            response = broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
+        if self.broker.lose:
+            self.broker.lose -= 1
+            raise ServiceNotAvailable("deadline exceeded")  # the broker acted; the answer is lost
+        return response
+
+
+async def test_a_grant_whose_answer_was_lost_is_released_when_the_pass_no_longer_wants_it() -> None:
+    broker = GrantingBroker()
+    first = FencedHandoff(broker.client("c1"), "G")
+    second = FencedHandoff(broker.client("c2"), "G")
+    broker.lose = 1
+    assert await first.acquire([Q0]) == {}  # granted at the broker, but we never heard
+    assert first.unsure == {Q0}
+    assert await second.acquire([Q0]) == {}  # held by c1, which does not know it
+    await first.retry_pending()  # before c1's next pass: asked again, and released
+    assert first.unsure == set()
+    assert first.epochs == {}
+    assert await second.acquire([Q0]) == {Q0: (2, 0)}  # the rightful owner gets it
+
+
+async def test_a_grant_whose_answer_was_lost_is_kept_when_the_pass_still_wants_it() -> None:
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    broker.lose = 1
+    assert await fenced.acquire([Q0, Q1]) == {}
+    assert await fenced.acquire([Q1]) == {Q1: (1, 0)}  # Q1 again: the same grant, same epoch
+    assert fenced.unsure == set()  # Q0, no longer wanted, was asked for and released
+    assert broker.grants.holder("G", Q0) is None
+    assert fenced.epochs == {Q1: 1}
+    broker.lose = 1
+    assert await fenced.acquire([Q0]) == {}
+    broker.lose = 1
+    assert await fenced.retry_pending() == set()  # the answer lost again: still unsure
+    assert fenced.unsure == {Q0}
+    assert await fenced.acquire([Q0]) == {Q0: (2, 0)}  # wanted after all: the grant it had
+    assert fenced.unsure == set()
