@@ -14,6 +14,11 @@ Rules:
   that broker's groups. So a reopen calls ``on_reopen``, which heartbeats and rebalances like
   RocketMQ's channel-active listener. A first open does too when a ``wait_ready`` caller gave up
   waiting for it (the heartbeat that wanted it has already failed).
+- A broker that answers CHANNEL_NOT_FOUND for our current channel id no longer knows the stream
+  (it expired the channel): ``mark_broken`` ends the stream so that it reopens. An answer about
+  an id we have already replaced changes nothing: a heartbeat sent before a reopen and answered
+  after it must not make us forget the new stream (we would then wait for an open that never
+  comes, and never heartbeat that broker again).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class BrokerChannel:
         self.broker_name = ""
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._call: Any = None  # the OpenChannel call of the stream now open or opening
         self._side_tasks: set[asyncio.Task[None]] = set()
         self.opened_count = 0
         # Stream attempts that ended in a row without an open, or since the last open ended.
@@ -101,10 +107,18 @@ class BrokerChannel:
             return None
         return self.channel_id
 
-    def mark_broken(self) -> None:
-        """A request said our channel id is unknown: forget it until the stream reopens."""
+    def mark_broken(self, channel_id: str) -> None:
+        """A request naming ``channel_id`` was told the broker does not know it. If that is our
+        stream's id, end the stream (it reopens); an id we have already replaced is ignored."""
+        if channel_id != self.channel_id:
+            return
+        log.info(
+            "broker does not know our channel, reopening it", addr=self.addr, channel_id=channel_id
+        )
         self.channel_id = None
         self._ready.clear()
+        if self._call is not None:
+            self._call.cancel()  # _run sees gRPC's cancel, not its own: it opens again
 
     async def _run(self) -> None:
         request = broker_pb2.OpenChannelRequest(
@@ -113,7 +127,7 @@ class BrokerChannel:
         while True:
             call: Any = None
             try:
-                call = self._stub().OpenChannel(request)
+                call = self._call = self._stub().OpenChannel(request)
                 async for event in call:
                     if event.WhichOneof("event") == "opened":
                         self._opened(event.opened)
@@ -131,6 +145,7 @@ class BrokerChannel:
             finally:
                 if call is not None:
                     call.cancel()
+                self._call = None
                 self.channel_id = None
                 self._ready.clear()
             self.failures += 1

@@ -468,7 +468,7 @@ class MQClientInstance:
                 self._timeout(),
             )
         except ChannelNotFound:
-            channel.mark_broken()
+            channel.mark_broken(channel_id)
             return False
         except MQError as e:
             log.warning("send heart beat to broker failed", addr=addr, error=str(e))

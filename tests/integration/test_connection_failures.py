@@ -119,6 +119,40 @@ class Gate:
         monkeypatch.setattr(NameServerService, "GetRouteInfoByTopic", held_route)
 
 
+class HeldHeartbeats:
+    """Installed before the servers start: once armed, holds the next heartbeat of one client
+    (by instance name) at the broker's door until released; the broker then handles it."""
+
+    def __init__(self, instance_name: str) -> None:
+        self.suffix = "@" + instance_name
+        self.armed = False
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        original = BrokerService.Heartbeat
+        holds = self
+
+        async def heartbeat(
+            service: BrokerService, request: broker_pb2.HeartbeatRequest, context: Any
+        ) -> broker_pb2.HeartbeatResponse:
+            if holds.armed and request.heartbeat.client_id.endswith(holds.suffix):
+                holds.armed = False
+                holds.held.set()
+                await holds.release.wait()
+            return await original(service, request, context)
+
+        monkeypatch.setattr(BrokerService, "Heartbeat", heartbeat)
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldHeartbeats]:
+    h = HeldHeartbeats("flaky")
+    h.install(monkeypatch)
+    yield h
+    h.release.set()
+
+
 @pytest.fixture
 def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[StreamFaults]:
     f = StreamFaults("flaky")
@@ -135,8 +169,11 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path, faults: StreamFaults, gate: Gate) -> AsyncIterator[LocalCluster]:
-    """Not the shared fixture: the fault and gate wrappers go on the service before it starts."""
+async def cluster(
+    tmp_path: Path, faults: StreamFaults, gate: Gate, held: HeldHeartbeats
+) -> AsyncIterator[LocalCluster]:
+    """Not the shared fixture: the fault, gate and hold wrappers go on the service before it
+    starts."""
     async with LocalCluster(tmp_path, brokers=len(BROKERS), broker_overrides=FAST) as c:
         await c.create_topic(TOPIC, QUEUES)
         await c.create_topic(PROBE, 1)
@@ -279,6 +316,45 @@ async def test_aborted_channel_streams_reopen_until_the_consumer_is_a_member(
     finally:
         await flaky.shutdown()
         await steady.shutdown()
+
+
+async def test_a_stale_channel_not_found_does_not_forget_the_reopened_channel(
+    cluster: LocalCluster, held: HeldHeartbeats, conns: BrokerConnections
+) -> None:
+    """A heartbeat sent on a channel the broker then closes is answered CHANNEL_NOT_FOUND after
+    the stream has reopened: the new channel is kept, and the consumer is a member again. (It
+    used to forget the new channel and wait for an open that never came: the consumer never
+    heartbeated that broker again, and the group's brokers disagreed on its members.)"""
+    received = Received()
+    flaky = new_consumer(cluster, "flaky", received)
+    try:
+        await flaky.start()
+        await rejoined(conns, cluster, [flaky], "started")
+        broker = cluster.broker("broker-a")
+        channel = channel_to(cluster, flaky, "broker-a")
+        old_id = channel.channel_id
+        held.armed = True
+        in_flight = asyncio.ensure_future(client_of(flaky).send_heartbeat_to_all_broker())
+        await asyncio.wait_for(held.held.wait(), 10)  # sent with old_id, held at broker-a
+        [closed] = [c for c in broker.client.channels.values() if c.channel_id == old_id]
+        broker.client.close_channel(closed)  # as the expiry scan does
+        await wait_until(
+            lambda: channel.channel_id not in (None, old_id), message="the stream reopened"
+        )
+        new_id = channel.channel_id
+        held.release.set()  # the held heartbeat reaches the broker: channel not found
+        await asyncio.wait_for(in_flight, 10)
+        assert channel.channel_id == new_id
+        await rejoined(conns, cluster, [flaky], "after a stale CHANNEL_NOT_FOUND")
+        # A broker that forgets the channel we hold now: the stream is ended and reopens.
+        channel.mark_broken(new_id)
+        await wait_until(
+            lambda: channel.channel_id not in (None, new_id), message="reopened on request"
+        )
+        assert channel.opened_count == 3
+        await rejoined(conns, cluster, [flaky], "after mark_broken")
+    finally:
+        await flaky.shutdown()
 
 
 async def test_a_broker_restart_under_running_consumers(
