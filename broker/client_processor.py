@@ -460,15 +460,18 @@ class ClientManageProcessor:
         self._grants_persisted = self.grants.version
 
     def _push_queue_released(self, group: str, mq: MessageQueue) -> None:
-        info = self.consumer_manager.get_consumer_group_info(group)
-        if info is None:
-            return
-        event = broker_pb2.ChannelEvent(
-            queue_released=broker_pb2.QueueReleased(
-                consumer_group=group, message_queue=mq.to_proto()
-            )
-        )
-        for channel in info.get_all_channels():
+        """Tell the channels that were denied ``mq`` (its waiters) that it is free now."""
+        event: broker_pb2.ChannelEvent | None = None
+        for channel_id in self.grants.take_waiters(group, mq):
+            channel = self.channels.get(channel_id)
+            if channel is None:
+                continue
+            if event is None:
+                event = broker_pb2.ChannelEvent(
+                    queue_released=broker_pb2.QueueReleased(
+                        consumer_group=group, message_queue=mq.to_proto()
+                    )
+                )
             channel.offer(event)
 
     # ---- retries ---------------------------------------------------------------------------

@@ -331,6 +331,10 @@ class ConsumerCore:
             return None
         grants = await self.fenced.acquire(mqs)
         for mq, (_, committed) in grants.items():
+            # removeDirtyOffset, as the classic path does before it reads the stored offset: an
+            # entry left from before (frozen by an offset reset that raced the queue's drop)
+            # would otherwise keep the queue's commits at that offset for good.
+            self.offset_store.remove_offset(mq)
             if committed >= 0:
                 self.offset_store.update_offset(mq, committed, increase_only=False)
         return grants

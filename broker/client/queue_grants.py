@@ -12,6 +12,12 @@ mode the broker grants each (group, queue) to one owner at a time, with an epoch
   release changes nothing.
 - A client's grants **vanish when its channel closes or expires** (``release_channel``): a
   crashed consumer cannot hold queues forever, and no lock timer is needed.
+- A denied channel is a **waiter** of the queue: when the queue is released, the broker pushes
+  QueueReleased to its waiters only (``take_waiters``), the consumers that asked for it. Pushed
+  to the whole group, each release cost the broker one write per member and every member a
+  wake-up: at 1,000 consumers the start of a group was a storm of millions of pushes. A
+  consumer that wants a queue but has not asked yet is granted it when it asks; one whose ask
+  failed retries on its own.
 - Pulls and offset commits carry the epoch; ``check_epoch`` raises ``QueueFenced`` (its own
   response code, QUEUE_FENCED 1001) naming the queue, the stale epoch and the current one, so
   a consumer that lost a queue stops touching it.
@@ -57,13 +63,13 @@ the two, with no ``await`` in between so each step is atomic on the event loop::
             offsets.commit_offset(client_host, group, mq.topic, mq.queue_id, finals[mq])
 
     released = grants.release(group, client_id, [(mq, epoch), ...], commit=commit_final)
-    ...  # push QueueReleased(group, mq) to the group's channels for each released mq
+    ...  # push QueueReleased(group, mq) to grants.take_waiters(group, mq), each released mq
 
     # PullMessage / UpdateConsumerOffset with epoch != 0
     grants.check_epoch(group, mq, epoch)        # raises QueueFenced
 
     # the channel closed, or the expiry scan dropped it
-    for group, mq in grants.release_channel(channel.channel_id): ...  # push QueueReleased
+    for group, mq in grants.release_channel(channel.channel_id): ...  # push to its waiters
 """
 
 from __future__ import annotations
@@ -130,6 +136,9 @@ class QueueGrantManager:
         self.epoch_table: dict[str, dict[MessageQueue, int]] = {}
         # channel id -> the (group, queue) it holds.
         self.channel_grant_table: dict[str, set[tuple[str, MessageQueue]]] = {}
+        # (group, queue) -> the channels denied it since its last release; and the reverse.
+        self.waiter_table: dict[tuple[str, MessageQueue], set[str]] = {}
+        self.channel_wait_table: dict[str, set[tuple[str, MessageQueue]]] = {}
 
     # ---- queries ---------------------------------------------------------------------------
 
@@ -200,6 +209,8 @@ class QueueGrantManager:
                 granted.append(Granted(mq, grant.epoch))
             else:
                 denied.append(Denied(mq, grant.client_id, grant.epoch))
+                self.waiter_table.setdefault((group, mq), set()).add(channel_id)
+                self.channel_wait_table.setdefault(channel_id, set()).add((group, mq))
                 if grant.client_id == client_id:
                     log.warning(
                         "queue held by the same client id on another channel",
@@ -251,8 +262,29 @@ class QueueGrantManager:
             log.info("queue released", group=group, client_id=client_id, mq=str(mq), epoch=epoch)
         return released
 
+    def take_waiters(self, group: str, mq: MessageQueue) -> list[str]:
+        """The channels denied ``mq`` since its last release, sorted; forgotten as told."""
+        waiters = sorted(self.waiter_table.pop((group, mq), ()))
+        for channel_id in waiters:
+            self._forget_wait(channel_id, (group, mq))
+        return waiters
+
+    def _forget_wait(self, channel_id: str, key: tuple[str, MessageQueue]) -> None:
+        waits = self.channel_wait_table.get(channel_id)
+        if waits is not None:
+            waits.discard(key)
+            if not waits:
+                del self.channel_wait_table[channel_id]
+
     def release_channel(self, channel_id: str) -> list[tuple[str, MessageQueue]]:
-        """The channel closed or expired: drop all its grants; the (group, queue) freed."""
+        """The channel closed or expired: drop all its grants and waits; the (group, queue)
+        freed."""
+        for key in self.channel_wait_table.pop(channel_id, ()):
+            waiters = self.waiter_table.get(key)
+            if waiters is not None:
+                waiters.discard(channel_id)
+                if not waiters:
+                    del self.waiter_table[key]
         freed = sorted(self.channel_grant_table.get(channel_id, ()))
         for group, mq in freed:
             grant = self.grant_table[group][mq]

@@ -12,6 +12,7 @@ Also the request builders (``heartbeat_request``, ``mq``) that tests and child p
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -261,36 +262,53 @@ class ProtocolClient:
             timeout=RPC_TIMEOUT,
         )
 
-    async def push_queue_released(self, group: str, queue: common_pb2.MessageQueue) -> None:
-        """Make the broker push QueueReleased(group, queue) to every channel of ``group``.
+    async def push_queue_released(
+        self, group: str, queue: common_pb2.MessageQueue, to: Sequence[ProtocolClient] = ()
+    ) -> None:
+        """Make the broker push QueueReleased(group, queue) to ``to`` (default: this client).
 
-        Acquire the queue through this channel, then release it: the broker pushes the event
-        whatever the notification switches say. Events of a channel arrive in order, so a test
-        that reads this event next knows nothing was pushed before it (a barrier).
+        A holder of its own (a channel in no group) acquires the queue, each client of ``to``
+        asks for it and is denied (the broker's waiters of a queue are told of its release),
+        then the holder releases it: the broker pushes the event whatever the notification
+        switches say. Events of a channel arrive in order, so a test that reads this event
+        next knows nothing was pushed before it (a barrier).
         """
-        acquired = await self.stub.AcquireQueues(
+        receivers = list(to) or [self]
+        async with ProtocolClient(self.addr, f"{self.client_id}-barrier") as holder:
+            await holder.open()
+            acquired = await holder.acquire(group, [queue])
+            assert len(acquired.granted) == 1, f"barrier queue not granted: {acquired}"
+            for receiver in receivers:
+                denied = await receiver.acquire(group, [queue])
+                assert len(denied.denied) == 1, f"barrier queue not denied: {denied}"
+            released = await holder.stub.ReleaseQueues(
+                broker_pb2.ReleaseQueuesRequest(
+                    consumer_group=group,
+                    client_id=holder.client_id,
+                    releases=[
+                        broker_pb2.QueueRelease(
+                            message_queue=queue, epoch=acquired.granted[0].epoch, final_offset=-1
+                        )
+                    ],
+                ),
+                timeout=RPC_TIMEOUT,
+            )
+            assert len(released.released) == 1, f"barrier queue not released: {released}"
+
+    async def acquire(
+        self, group: str, queues: Sequence[common_pb2.MessageQueue]
+    ) -> broker_pb2.AcquireQueuesResponse:
+        """AcquireQueues through this client's channel."""
+        response: broker_pb2.AcquireQueuesResponse = await self.stub.AcquireQueues(
             broker_pb2.AcquireQueuesRequest(
                 consumer_group=group,
                 client_id=self.client_id,
                 channel_id=self.channel_id,
-                mq_set=[queue],
+                mq_set=list(queues),
             ),
             timeout=RPC_TIMEOUT,
         )
-        assert len(acquired.granted) == 1, f"barrier queue not granted: {acquired}"
-        released = await self.stub.ReleaseQueues(
-            broker_pb2.ReleaseQueuesRequest(
-                consumer_group=group,
-                client_id=self.client_id,
-                releases=[
-                    broker_pb2.QueueRelease(
-                        message_queue=queue, epoch=acquired.granted[0].epoch, final_offset=-1
-                    )
-                ],
-            ),
-            timeout=RPC_TIMEOUT,
-        )
-        assert len(released.released) == 1, f"barrier queue not released: {released}"
+        return response
 
     async def expect_queue_released(self, group: str, timeout: float = 5.0) -> None:
         """The next event is QueueReleased for ``group`` (nothing came before the barrier)."""

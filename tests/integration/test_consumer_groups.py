@@ -113,7 +113,7 @@ async def test_second_client_joining_notifies_both_and_is_listed(tmp_path: Path)
         # A heartbeat that changes nothing (a refresh) notifies nobody.
         await c1.heartbeat(G, [TOPIC])
         await c2.heartbeat(G, [TOPIC])
-        await c1.push_queue_released(G, BARRIER_QUEUE)
+        await c1.push_queue_released(G, BARRIER_QUEUE, to=[c1, c2])
         await c1.expect_queue_released(G)
         await c2.expect_queue_released(G)
 
@@ -152,7 +152,7 @@ async def test_cut_stream_notifies_the_rest_at_once_and_leaves_the_list(tmp_path
         await asyncio.wait_for(c3.ended.wait(), 2.0)
         assert await c3.stream_code() == grpc.StatusCode.CANCELLED
 
-        await c1.push_queue_released(G, BARRIER_QUEUE)
+        await c1.push_queue_released(G, BARRIER_QUEUE, to=[c1, c2])
         await c1.expect_queue_released(G)
         await c2.expect_queue_released(G)
 
@@ -185,7 +185,7 @@ async def test_unregister_notifies_the_remaining_members(tmp_path: Path) -> None
         # Its channel is still open but in no group: closing it changes nothing for the group.
         c3.cut()
         await asyncio.wait_for(c3.ended.wait(), 2.0)
-        await c1.push_queue_released(G, BARRIER_QUEUE)
+        await c1.push_queue_released(G, BARRIER_QUEUE, to=[c1, c2])
         await c1.expect_queue_released(G)
         await c2.expect_queue_released(G)
 
@@ -311,12 +311,12 @@ async def test_group_level_switch_off_silences_join_and_unregister_not_close(
         c1 = await cs.join("c1", group="quiet")
         c2 = await cs.join("c2", group="quiet")
         c3 = await cs.join("c3", group="quiet")
-        await c1.push_queue_released("quiet", BARRIER_QUEUE)
+        await c1.push_queue_released("quiet", BARRIER_QUEUE, to=[c1, c2, c3])
         for c in (c1, c2, c3):
             await c.expect_queue_released("quiet")  # no notification on join
 
         await c3.unregister("quiet")
-        await c1.push_queue_released("quiet", BARRIER_QUEUE)
+        await c1.push_queue_released("quiet", BARRIER_QUEUE, to=[c1, c2])
         for c in (c1, c2):
             await c.expect_queue_released("quiet")  # none on unregister either
         assert await c1.consumer_ids("quiet") == sorted([c1.client_id, c2.client_id])
@@ -476,3 +476,20 @@ async def test_a_client_cannot_act_on_another_clients_channel(tmp_path: Path) ->
         finally:
             call.cancel()
             await conns.close()
+
+
+async def test_a_released_queue_is_told_only_to_the_channels_denied_it(tmp_path: Path) -> None:
+    """QueueReleased goes to the consumers that asked for the queue and were denied, not to the
+    whole group (at 1,000 members a push to all made every release a thousand writes)."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        c2 = await cs.join("c2")
+        for c in (c1, c1, c2):
+            await c.expect_notify(G)
+        other = mq(TOPIC, 2)
+        await c1.push_queue_released(G, other, to=[c2])
+        event = await c2.next_event()
+        assert event.queue_released.message_queue == other
+        await c1.push_queue_released(G, BARRIER_QUEUE)  # to c1 alone
+        event = await c1.next_event()  # c1 was denied nothing before: not told of ``other``
+        assert event.queue_released.message_queue == BARRIER_QUEUE

@@ -128,6 +128,20 @@ def test_release_channel_drops_every_grant_of_the_channel() -> None:
     assert granted == [(Q0, 2)]
 
 
+def test_the_channels_denied_a_queue_are_its_waiters_until_told_or_closed() -> None:
+    grants = QueueGrantManager()
+    grants.acquire("G", "c1", "ch1", [Q0, Q1])
+    grants.acquire("G", "c3", "ch3", [Q0, Q1])
+    grants.acquire("G", "c2", "ch2", [Q0])
+    grants.acquire("G", "c2", "ch2", [Q0])  # asked twice: told once
+    assert grants.take_waiters("G", Q2) == []  # nobody was denied Q2
+    assert grants.take_waiters("G", Q0) == ["ch2", "ch3"]  # the holder ch1 is not among them
+    assert grants.take_waiters("G", Q0) == []  # told: forgotten
+    grants.release_channel("ch3")  # a closed channel waits no more
+    assert grants.take_waiters("G", Q1) == []
+    assert grants.waiter_table == {} and grants.channel_wait_table == {}
+
+
 def test_same_client_id_on_another_channel_is_denied() -> None:
     grants = QueueGrantManager()
     grants.acquire("G", "c1", "ch1", [Q0])
