@@ -654,7 +654,7 @@ class DefaultConsumerIdsChangeListener:
             )
         )
         for channel in targets:
-            if channel.offer(event):
+            if channel.offer(event, group=group):
                 sent += 1
         self.notifications_sent += sent
         self.notifications_dropped += len(targets) - sent

@@ -610,6 +610,45 @@ async def test_channel_close_with_full_outbox_still_ends_the_reader() -> None:
     assert events == []
 
 
+async def test_a_notification_supersedes_its_groups_notifications_still_queued() -> None:
+    """A reader that fell behind reads each group's latest membership once, and every other
+    event in order."""
+
+    def notify(group: str, *ids: str) -> broker_pb2.ChannelEvent:
+        return broker_pb2.ChannelEvent(
+            notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(
+                consumer_group=group, consumer_id_list=list(ids)
+            )
+        )
+
+    released = broker_pb2.ChannelEvent(queue_released=broker_pb2.QueueReleased(consumer_group="A"))
+    channel = Channel("ch", "cid", "1.2.3.4:5")
+    channel.offer(notify("A", "c1"), group="A")
+    channel.offer(notify("B", "c1"), group="B")
+    channel.offer(released)
+    channel.offer(notify("A", "c1", "c2"), group="A")
+    channel.offer(notify("A", "c1", "c2", "c3"), group="A")
+    seen: list[tuple[str, list[str]]] = []
+
+    async def read() -> None:
+        async for event in channel.events():
+            if event.HasField("queue_released"):
+                seen.append(("released", []))
+            else:
+                n = event.notify_consumer_ids_changed
+                seen.append((n.consumer_group, list(n.consumer_id_list)))
+
+    reader = asyncio.ensure_future(read())
+    await asyncio.sleep(0)
+    assert seen == [("B", ["c1"]), ("released", []), ("A", ["c1", "c2", "c3"])]
+    assert channel.superseded == 2
+    channel.offer(notify("A", "c1"), group="A")  # read at once: nothing to supersede
+    await asyncio.sleep(0)
+    assert seen[-1] == ("A", ["c1"])
+    channel.close()
+    await asyncio.wait_for(reader, timeout=2)
+
+
 def test_channel_identity_is_the_object() -> None:
     a = Channel("same", "cid", "h:1")
     b = Channel("same", "cid", "h:1")
