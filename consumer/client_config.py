@@ -32,6 +32,11 @@ class ClientConfig:
     # otherwise open its own: for a process hosting many consumers of one group, each with its
     # own client id. Each instance keeps its own channel stream, so brokers see it as before.
     share_connections: bool = False
+    # Ours: a notification's member list (our brokers send one) is used by the rebalance it
+    # wakes only if read within this long of its sending (the broker's clock against ours);
+    # an older one, or one from a broker whose clock is behind ours by more, leaves the pass
+    # to ask a broker for the members, as RocketMQ always does.
+    notified_ids_max_age_ms: int = 1_000
 
     def __post_init__(self) -> None:
         if self.channel_reconnect_delay_ms < 1:

@@ -94,6 +94,8 @@ class MQClientInstance:
         # group -> the members the last NOTIFY_CONSUMER_IDS_CHANGED carried, until a rebalance
         # pass takes them (instead of asking a broker with GET_CONSUMER_LIST_BY_GROUP).
         self.notified_consumer_ids: dict[str, list[str]] = {}
+        # Notifications read too late to rebalance by their member list (``_fresh``).
+        self.stale_notifications = 0
         # From a change of a group (or the start) to the rebalance pass that settles it.
         self.convergence = ConvergenceClock()
 
@@ -348,14 +350,28 @@ class MQClientInstance:
             channel.start()
         return channel
 
+    def _fresh(self, notify: broker_pb2.NotifyConsumerIdsChanged) -> bool:
+        """Whether a notification's member list is recent enough to rebalance by."""
+        if not notify.sent_at_ms:
+            return True
+        age_ms = time.time() * 1000 - notify.sent_at_ms
+        if age_ms <= self.config.notified_ids_max_age_ms:
+            return True
+        self.stale_notifications += 1
+        return False
+
     def _on_channel_event(self, addr: str, event: broker_pb2.ChannelEvent) -> None:
         kind = event.WhichOneof("event")
         if kind == "notify_consumer_ids_changed":
             notify = event.notify_consumer_ids_changed
             self.notifications_received += 1
             self.convergence.changed(time.monotonic())
-            if notify.consumer_id_list:  # our brokers send the members along
+            if not notify.consumer_id_list:  # a remoting-style notification: the pass asks
+                pass
+            elif self._fresh(notify):  # our brokers send the members along
                 self.notified_consumer_ids[notify.consumer_group] = list(notify.consumer_id_list)
+            else:  # read late: a newer membership may be on its way; the pass asks a broker
+                self.notified_consumer_ids.pop(notify.consumer_group, None)
             tracer.record(
                 "notify_received",
                 client_id=self.client_id,

@@ -73,6 +73,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -650,7 +651,9 @@ class DefaultConsumerIdsChangeListener:
         # rebalances it triggers need not each ask for them.
         event = broker_pb2.ChannelEvent(
             notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(
-                consumer_group=group, consumer_id_list=[c.client_id for c in targets]
+                consumer_group=group,
+                consumer_id_list=[c.client_id for c in targets],
+                sent_at_ms=int(time.time() * 1000),
             )
         )
         for channel in targets:

@@ -51,12 +51,14 @@ class ChannelOpened(_message.Message):
     def __init__(self, channel_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addr: _Optional[str] = ...) -> None: ...
 
 class NotifyConsumerIdsChanged(_message.Message):
-    __slots__ = ("consumer_group", "consumer_id_list")
+    __slots__ = ("consumer_group", "consumer_id_list", "sent_at_ms")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_ID_LIST_FIELD_NUMBER: _ClassVar[int]
+    SENT_AT_MS_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     consumer_id_list: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, consumer_group: _Optional[str] = ..., consumer_id_list: _Optional[_Iterable[str]] = ...) -> None: ...
+    sent_at_ms: int
+    def __init__(self, consumer_group: _Optional[str] = ..., consumer_id_list: _Optional[_Iterable[str]] = ..., sent_at_ms: _Optional[int] = ...) -> None: ...
 
 class QueueReleased(_message.Message):
     __slots__ = ("consumer_group", "message_queue")

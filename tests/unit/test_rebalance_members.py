@@ -8,6 +8,8 @@ seen its heartbeat) makes no allocation: RocketMQ's rule, and nothing held is dr
 
 from __future__ import annotations
 
+import time
+
 from aiorocketmq.broker.client.channel import Channel
 from aiorocketmq.broker.client.consumer_manager import DefaultConsumerIdsChangeListener
 from aiorocketmq.consumer import AllocateMessageQueueAveragely, MessageModel
@@ -118,6 +120,7 @@ def test_the_broker_sends_the_members_with_the_notification() -> None:
         notify = channel.outbox.get_nowait().notify_consumer_ids_changed
         assert notify.consumer_group == "G"
         assert list(notify.consumer_id_list) == ["cid-1", "cid-2"]
+        assert abs(notify.sent_at_ms - time.time() * 1000) < 60_000  # stamped when sent
 
 
 async def test_the_client_keeps_the_members_of_the_latest_notification_until_taken() -> None:
@@ -140,6 +143,20 @@ async def test_the_client_keeps_the_members_of_the_latest_notification_until_tak
         assert client.take_notified_consumer_ids("g") == ["y", "a"]
         assert client.take_notified_consumer_ids("g") is None
         assert client.notifications_received == 3
+
+        # Read long after it was sent: its list is not used (a newer one may be on its way),
+        # and it voids the list of an earlier one; the pass asks a broker.
+        now_ms = int(time.time() * 1000)
+        client._on_channel_event("b1:1", notify("x", "a"))
+        late = notify("y", "a")
+        late.notify_consumer_ids_changed.sent_at_ms = now_ms - 60_000
+        client._on_channel_event("b2:1", late)
+        assert client.take_notified_consumer_ids("g") is None
+        assert client.stale_notifications == 1
+        fresh = notify("z", "a")
+        fresh.notify_consumer_ids_changed.sent_at_ms = now_ms
+        client._on_channel_event("b3:1", fresh)
+        assert client.take_notified_consumer_ids("g") == ["z", "a"]
     finally:
         await client.namesrv.close()
 
