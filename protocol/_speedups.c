@@ -14,6 +14,8 @@
  *   MessageDecoder.encodeMessage after the other) into commit-log records and consume-queue
  *   units, as CommitLog's MessageExtEncoder does for a batch.
  * - decode_records: a pull's records into MessageExt objects.
+ * - decode_columns: a pull's records into the buffers of Arrow columns (the Spark reader's
+ *   batches), with no object per message.
  * - select_units: which consume-queue entries a pull answers, and the runs of records to read.
  */
 #define PY_SSIZE_T_CLEAN
@@ -395,6 +397,67 @@ static PyObject *fill_ext(PyObject **values) {
     return obj;
 }
 
+static const char HEX[] = "0123456789ABCDEF";
+
+/* ---- one pull record's layout ------------------------------------------------------------ */
+/* Where the fields of the record at p are (avail bytes from p on), after the checks that make
+ * reading them safe: the magic, the sizes, the body, topic and properties lengths. The two
+ * decoders below share it. */
+typedef struct {
+    int32_t total;
+    const unsigned char *born, *store_ts, *store, *rest, *body, *topic, *props;
+    Py_ssize_t born_ip_len, store_ip_len, topic_len, props_len;
+    int32_t body_len;
+} Record;
+
+#define MIN_RECORD_SIZE 93 /* protocol.record.MIN_RECORD_SIZE */
+
+/* 1 and r filled when the record at p is well formed, else 0. */
+static int parse_record(const unsigned char *p, Py_ssize_t avail, Record *r) {
+    if (avail < MIN_RECORD_SIZE) return 0;
+    int32_t total = rd32(p);
+    if (rd32(p + 4) != MESSAGE_MAGIC_CODE || total < MIN_RECORD_SIZE || total > avail) return 0;
+    int sysflag = p[SYSFLAG_POS + 3];
+    r->total = total;
+    r->born_ip_len = sysflag & BORNHOST_V6_FLAG ? 16 : 4;
+    r->store_ip_len = sysflag & STOREHOST_V6_FLAG ? 16 : 4;
+    r->born = p + 48;                                   /* ip, then port */
+    r->store_ts = r->born + r->born_ip_len + 4;         /* STORETIMESTAMP */
+    r->store = r->store_ts + 8;                         /* ip, then port */
+    r->rest = r->store + r->store_ip_len + 4;           /* RECONSUMETIMES */
+    Py_ssize_t head_size = (r->rest + 16) - p;          /* up to the body */
+    if (head_size + 2 > total) return 0;
+    r->body_len = rd32(r->rest + 12);
+    if (r->body_len < 0 || r->body_len > total - head_size - 2) return 0;
+    r->body = p + head_size;
+    const unsigned char *topic_at = r->body + r->body_len;
+    const unsigned char *end = p + total;
+    r->topic_len = (topic_at[0] << 8) | topic_at[1];
+    Py_ssize_t after_topic = (end - topic_at) - 2 - r->topic_len; /* properties, with length */
+    if (after_topic < 2) return 0;
+    r->topic = topic_at + 2;
+    const unsigned char *props_at = r->topic + r->topic_len;
+    if (((props_at[0] << 8) | props_at[1]) != after_topic - 2) return 0;
+    r->props = props_at + 2;
+    r->props_len = after_topic - 2;
+    return 1;
+}
+
+/* The offset message id of the record at p (store host ip + port + commit log offset, upper
+ * case hex) into id (2 * (16 + 4 + 8) bytes at most); its length. */
+static Py_ssize_t offset_msg_id(const unsigned char *p, const Record *r, char *id) {
+    Py_ssize_t id_len = 0, store_len = r->store_ip_len + 4;
+    for (Py_ssize_t i = 0; i < store_len; i++) {
+        id[id_len++] = HEX[r->store[i] >> 4];
+        id[id_len++] = HEX[r->store[i] & 0xF];
+    }
+    for (int i = 0; i < 8; i++) {
+        id[id_len++] = HEX[p[28 + i] >> 4];
+        id[id_len++] = HEX[p[28 + i] & 0xF];
+    }
+    return id_len;
+}
+
 /* ---- decode_records ----------------------------------------------------------------------- */
 PyDoc_STRVAR(decode_records_doc,
 "decode_records(data, broker_name, message_ext, split, cache, format_host, check_crc)\n"
@@ -404,8 +467,6 @@ PyDoc_STRVAR(decode_records_doc,
 "Python implementation then names the problem. split(raw properties) -> (tags, keys,\n"
 "properties) is called once per distinct properties (kept in cache); format_host(ip, port)\n"
 "once per distinct host.");
-
-static const char HEX[] = "0123456789ABCDEF";
 
 static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_buffer data;
@@ -424,41 +485,23 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_ssize_t born_key_len = -1, store_key_len = -1;
     if (out == NULL) goto error;
     if (message_ext != ext_type && learn_slots(message_ext) < 0) goto error;
-    const Py_ssize_t min_size = 93; /* protocol.record.MIN_RECORD_SIZE */
     Py_ssize_t pos = 0;
     while (pos < n) {
-        if (n - pos < min_size) goto fallback;
         const unsigned char *p = buf + pos;
-        int32_t total = rd32(p);
-        if (rd32(p + 4) != MESSAGE_MAGIC_CODE || total < min_size || total > n - pos)
-            goto fallback;
-        int sysflag = p[SYSFLAG_POS + 3];
-        Py_ssize_t born_ip_len = sysflag & BORNHOST_V6_FLAG ? 16 : 4;
-        Py_ssize_t store_ip_len = sysflag & STOREHOST_V6_FLAG ? 16 : 4;
-        const unsigned char *born = p + 48;                       /* ip, then port */
-        const unsigned char *store_ts = born + born_ip_len + 4;   /* STORETIMESTAMP */
-        const unsigned char *store = store_ts + 8;                /* ip, then port */
-        const unsigned char *rest = store + store_ip_len + 4;     /* RECONSUMETIMES */
-        Py_ssize_t head_size = (rest + 16) - p;                   /* up to the body */
-        if (head_size + 2 > total) goto fallback;
-        int32_t body_len = rd32(rest + 12);
-        if (body_len < 0 || body_len > total - head_size - 2) goto fallback;
-        const unsigned char *body = p + head_size;
-        const unsigned char *topic_at = body + body_len;
-        const unsigned char *end = p + total;
-        Py_ssize_t topic_len = (topic_at[0] << 8) | topic_at[1];
-        Py_ssize_t after_topic = (end - topic_at) - 2 - topic_len; /* properties, with length */
-        if (after_topic < 2) goto fallback;
-        const unsigned char *props_at = topic_at + 2 + topic_len;
-        if (((props_at[0] << 8) | props_at[1]) != after_topic - 2) goto fallback;
+        Record r;
+        if (!parse_record(p, n - pos, &r)) goto fallback;
+        int32_t total = r.total, body_len = r.body_len;
+        const unsigned char *born = r.born, *store = r.store, *body = r.body;
+        Py_ssize_t born_ip_len = r.born_ip_len, store_ip_len = r.store_ip_len;
+        Py_ssize_t topic_len = r.topic_len;
         int32_t body_crc = rd32(p + 8);
         if (check_crc && (int32_t)(crc32_of(body, body_len) & 0x7FFFFFFFu) != body_crc)
             goto fallback;
 
-        if (topic_len != topic_raw_len || memcmp(topic_raw, topic_at + 2, (size_t)topic_len)) {
-            Py_XSETREF(topic, PyUnicode_DecodeUTF8((const char *)topic_at + 2, topic_len, NULL));
+        if (topic_len != topic_raw_len || memcmp(topic_raw, r.topic, (size_t)topic_len)) {
+            Py_XSETREF(topic, PyUnicode_DecodeUTF8((const char *)r.topic, topic_len, NULL));
             if (topic == NULL) goto fallback_clear;
-            topic_raw = topic_at + 2;
+            topic_raw = r.topic;
             topic_raw_len = topic_len;
         }
         Py_ssize_t born_len = born_ip_len + 4, store_len = store_ip_len + 4;
@@ -476,22 +519,12 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
             memcpy(store_key, store, (size_t)store_len);
             store_key_len = store_len;
         }
-        /* The offset message id: store host ip + port + commit log offset, upper-case hex. */
         char id[2 * (16 + 4 + 8)];
-        Py_ssize_t id_len = 0;
-        for (Py_ssize_t i = 0; i < store_len; i++) {
-            id[id_len++] = HEX[store[i] >> 4];
-            id[id_len++] = HEX[store[i] & 0xF];
-        }
-        for (int i = 0; i < 8; i++) {
-            id[id_len++] = HEX[p[28 + i] >> 4];
-            id[id_len++] = HEX[p[28 + i] & 0xF];
-        }
+        Py_ssize_t id_len = offset_msg_id(p, &r, id);
 
         PyObject *tags = Py_None, *keys = Py_None, *props, *split_answer = NULL;
-        Py_ssize_t props_len = end - props_at - 2;
-        if (props_len > 0) {
-            split_answer = cached_call(cache, split, props_at + 2, props_len);
+        if (r.props_len > 0) {
+            split_answer = cached_call(cache, split, r.props, r.props_len);
             if (split_answer == NULL) {
                 if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) goto fallback_clear;
                 goto error;
@@ -521,9 +554,9 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
             props,
             PyLong_FromLongLong(rd64(p + 40)),
             born_host,
-            PyLong_FromLongLong(rd64(store_ts)),
+            PyLong_FromLongLong(rd64(r.store_ts)),
             store_host,
-            PyLong_FromLong(rd32(rest)),
+            PyLong_FromLong(rd32(r.rest)),
             PyLong_FromLong(total),
             PyLong_FromLong(body_crc),
         };
@@ -563,6 +596,221 @@ done:
     return out;
 }
 
+
+/* ---- decode_columns ----------------------------------------------------------------------- */
+/* A growable byte buffer (PyMem). */
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (b->len + n > b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        char *grown = PyMem_Realloc(b->data, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->data + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+static int buf_i32(Buf *b, int32_t v) { return buf_put(b, &v, 4); }
+static int buf_i64(Buf *b, int64_t v) { return buf_put(b, &v, 8); }
+
+/* The buffer as bytes (a new reference, or NULL with an error set); the buffer is emptied. */
+static PyObject *buf_bytes(Buf *b) {
+    PyObject *out = PyBytes_FromStringAndSize(b->data ? b->data : "", b->len);
+    PyMem_Free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return out;
+}
+
+/* A string column being built: Arrow's validity bitmap (one bit a row), int32 offsets, data. */
+typedef struct {
+    Buf valid, offsets, data;
+} Strings;
+
+static int strings_add(Strings *c, Py_ssize_t row, const unsigned char *p, Py_ssize_t n) {
+    if (row % 8 == 0) {
+        char zero = 0;
+        if (buf_put(&c->valid, &zero, 1) < 0) return -1;
+    }
+    if (p != NULL) {
+        c->valid.data[row / 8] |= (char)(1 << (row % 8));
+        if (buf_put(&c->data, p, n) < 0) return -1;
+    }
+    return buf_i32(&c->offsets, (int32_t)c->data.len);
+}
+
+/* (validity, offsets, data) as bytes, or NULL with an error set; the buffers are emptied. */
+static PyObject *strings_take(Strings *c) {
+    PyObject *valid = buf_bytes(&c->valid), *offsets = buf_bytes(&c->offsets);
+    PyObject *data = buf_bytes(&c->data);
+    if (valid == NULL || offsets == NULL || data == NULL) {
+        Py_XDECREF(valid);
+        Py_XDECREF(offsets);
+        Py_XDECREF(data);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", valid, offsets, data);
+}
+
+static void strings_free(Strings *c) {
+    PyMem_Free(c->valid.data);
+    PyMem_Free(c->offsets.data);
+    PyMem_Free(c->data.data);
+}
+
+#define COLUMN_STRINGS 6 /* msg id, tags, keys, body, property names, property values */
+#define MAX_PROPERTIES 64
+
+PyDoc_STRVAR(decode_columns_doc,
+"decode_columns(data, end)\n"
+"--\n\n"
+"The records of data (back to back) whose queue offset is below end, as Arrow buffers, or\n"
+"None.\n\n"
+"(count, topic, queue id, queue offsets, msg ids, tags, keys, bodies, born us, store us,\n"
+"property entry offsets, property names, property values): int64 columns as bytes in the\n"
+"machine's order, in microseconds for the times; each string or binary column as (validity\n"
+"bitmap, int32 offsets, data); the properties without TAGS and KEYS, as decode_records\n"
+"leaves them. None when a record fails a check, the records are not all of one topic and\n"
+"queue, a property is not ASCII or named twice, or the machine is big-endian: the caller then\n"
+"decodes MessageExt objects (decode_records), which say what is wrong.");
+
+static PyObject *decode_columns(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    long long end_offset;
+    if (!PyArg_ParseTuple(args, "y*L", &data, &end_offset)) return NULL;
+    const uint16_t one = 1;
+    const unsigned char *buf = data.buf;
+    const Py_ssize_t n = data.len;
+    PyObject *out = NULL;
+    Buf queue_offsets = {0}, born = {0}, stored = {0}, entries = {0};
+    Strings cols[COLUMN_STRINGS];
+    memset(cols, 0, sizeof cols);
+    Strings *ids = &cols[0], *tags = &cols[1], *keys = &cols[2], *bodies = &cols[3];
+    Strings *names = &cols[4], *values = &cols[5];
+    const unsigned char *topic = NULL;
+    Py_ssize_t topic_len = 0, count = 0, entry_count = 0;
+    int32_t queue_id = 0;
+    if (*(const unsigned char *)&one != 1) goto fallback; /* Arrow's buffers: little-endian */
+    for (int i = 0; i < COLUMN_STRINGS; i++)
+        if (buf_i32(&cols[i].offsets, 0) < 0) goto error;
+    if (buf_i32(&entries, 0) < 0) goto error;
+    Py_ssize_t pos = 0;
+    while (pos < n) {
+        const unsigned char *p = buf + pos;
+        Record r;
+        if (!parse_record(p, n - pos, &r)) goto fallback;
+        int64_t queue_offset = rd64(p + 20);
+        if (queue_offset >= end_offset) break; /* a pull's offsets ascend */
+        if (count == 0) {
+            topic = r.topic;
+            topic_len = r.topic_len;
+            queue_id = rd32(p + 12);
+        } else if (r.topic_len != topic_len || memcmp(r.topic, topic, (size_t)topic_len) ||
+                   rd32(p + 12) != queue_id) {
+            goto fallback;
+        }
+        char id[2 * (16 + 4 + 8)];
+        Py_ssize_t id_len = offset_msg_id(p, &r, id);
+        /* The properties: key \x01 value \x02 ..., ASCII only here. */
+        const unsigned char *tag = NULL, *key = NULL;
+        Py_ssize_t tag_len = 0, key_len = 0, own = 0;
+        const unsigned char *own_name[MAX_PROPERTIES], *own_value[MAX_PROPERTIES];
+        Py_ssize_t own_name_len[MAX_PROPERTIES], own_value_len[MAX_PROPERTIES];
+        const unsigned char *q = r.props, *props_end = r.props + r.props_len;
+        for (const unsigned char *c = q; c < props_end; c++)
+            if (*c >= 0x80) goto fallback;
+        while (q < props_end) {
+            const unsigned char *item_end = memchr(q, 2, (size_t)(props_end - q));
+            if (item_end == NULL) item_end = props_end;
+            if (item_end > q) {
+                const unsigned char *sep = memchr(q, 1, (size_t)(item_end - q));
+                const unsigned char *value = sep ? sep + 1 : item_end;
+                Py_ssize_t name_len = (sep ? sep : item_end) - q;
+                Py_ssize_t value_len = item_end - value;
+                if (name_len == 4 && !memcmp(q, "TAGS", 4)) {
+                    tag = value;
+                    tag_len = value_len;
+                } else if (name_len == 4 && !memcmp(q, "KEYS", 4)) {
+                    key = value;
+                    key_len = value_len;
+                } else {
+                    if (own == MAX_PROPERTIES) goto fallback;
+                    for (Py_ssize_t i = 0; i < own; i++)
+                        if (own_name_len[i] == name_len && !memcmp(own_name[i], q, (size_t)name_len))
+                            goto fallback; /* named twice: the dict keeps the last value */
+                    own_name[own] = q;
+                    own_name_len[own] = name_len;
+                    own_value[own] = value;
+                    own_value_len[own++] = value_len;
+                }
+            }
+            q = item_end + 1;
+        }
+        if (buf_i64(&queue_offsets, queue_offset) < 0 ||
+            buf_i64(&born, rd64(p + 40) * 1000) < 0 ||
+            buf_i64(&stored, rd64(r.store_ts) * 1000) < 0 ||
+            strings_add(ids, count, (const unsigned char *)id, id_len) < 0 ||
+            strings_add(tags, count, tag, tag_len) < 0 ||
+            strings_add(keys, count, key, key_len) < 0 ||
+            strings_add(bodies, count, r.body, r.body_len) < 0)
+            goto error;
+        for (Py_ssize_t i = 0; i < own; i++) {
+            if (strings_add(names, entry_count, own_name[i], own_name_len[i]) < 0 ||
+                strings_add(values, entry_count, own_value[i], own_value_len[i]) < 0)
+                goto error;
+            entry_count++;
+        }
+        if (buf_i32(&entries, (int32_t)entry_count) < 0) goto error;
+        count++;
+        pos += r.total;
+    }
+    {
+        PyObject *topic_str = PyUnicode_DecodeASCII((const char *)(topic ? topic : buf),
+                                                    topic ? topic_len : 0, NULL);
+        if (topic_str == NULL) {
+            PyErr_Clear();
+            goto fallback;
+        }
+        PyObject *fields[13] = {
+            PyLong_FromSsize_t(count), topic_str, PyLong_FromLong(queue_id),
+            buf_bytes(&queue_offsets), strings_take(ids), strings_take(tags),
+            strings_take(keys), strings_take(bodies), buf_bytes(&born), buf_bytes(&stored),
+            buf_bytes(&entries), strings_take(names), strings_take(values),
+        };
+        int ok = 1;
+        for (int i = 0; i < 13; i++)
+            if (fields[i] == NULL) ok = 0;
+        if (ok) out = PyTuple_New(13);
+        if (out != NULL)
+            for (int i = 0; i < 13; i++) PyTuple_SET_ITEM(out, i, fields[i]);
+        else
+            for (int i = 0; i < 13; i++) Py_XDECREF(fields[i]);
+        goto done;
+    }
+fallback:
+    out = Py_NewRef(Py_None);
+    goto done;
+error:
+    out = NULL;
+done:
+    PyMem_Free(queue_offsets.data);
+    PyMem_Free(born.data);
+    PyMem_Free(stored.data);
+    PyMem_Free(entries.data);
+    for (int i = 0; i < COLUMN_STRINGS; i++) strings_free(&cols[i]);
+    PyBuffer_Release(&data);
+    return out;
+}
 
 /* ---- select_units ------------------------------------------------------------------------- */
 PyDoc_STRVAR(select_units_doc,
@@ -652,6 +900,7 @@ static PyObject *crc32_py(PyObject *self, PyObject *args, PyObject *kwargs) {
 static PyMethodDef methods[] = {
     {"build_records", build_records, METH_VARARGS, build_records_doc},
     {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
+    {"decode_columns", decode_columns, METH_VARARGS, decode_columns_doc},
     {"select_units", select_units, METH_VARARGS, select_units_doc},
     {"crc32", (PyCFunction)(void (*)(void))crc32_py, METH_VARARGS | METH_KEYWORDS, crc32_doc},
     {NULL, NULL, 0, NULL},

@@ -26,6 +26,9 @@ def decode_records(
     check_crc: bool,
     /,
 ) -> list[Any] | None: ...
+def decode_columns(
+    data: bytes | memoryview, end: int, /
+) -> tuple[Any, ...] | None: ...
 def select_units(
     units: bytes,
     max_nums: int,
