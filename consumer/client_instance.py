@@ -94,8 +94,10 @@ class MQClientInstance:
         # group -> the members the last NOTIFY_CONSUMER_IDS_CHANGED carried, until a rebalance
         # pass takes them (instead of asking a broker with GET_CONSUMER_LIST_BY_GROUP).
         self.notified_consumer_ids: dict[str, list[str]] = {}
-        # Notifications read too late to rebalance by their member list (``_fresh``).
+        # Notifications read too late to rebalance by their member list (``_fresh``), and the
+        # broker that sent the last of them, per group: the pass asks it for the members.
         self.stale_notifications = 0
+        self.notifying_broker: dict[str, str] = {}
         # From a change of a group (or the start) to the rebalance pass that settles it.
         self.convergence = ConvergenceClock()
 
@@ -306,10 +308,19 @@ class MQClientInstance:
             route = self.topic_route_table.get(topic)
             if route is None or not route.broker_datas:
                 return None
-        bd = random.choice(list(route.broker_datas))
+        names = sorted(bd.broker_name for bd in route.broker_datas)
+        # A notification read late names the broker that sent it: that one has seen at least
+        # that change, where a broker picked at random may not have yet (a join or a leave
+        # reaches the brokers one by one) and its list would make the pass allocate by the
+        # membership before the change, to be redone a second later.
+        notifier = self.channels.get(self.notifying_broker.pop(group, ""))
+        if notifier is not None and notifier.broker_name in names:
+            broker_name = notifier.broker_name
+        else:
+            broker_name = random.choice(names)
         try:
             response = await self.invoke_broker(
-                bd.broker_name,
+                broker_name,
                 "GetConsumerListByGroup",
                 broker_pb2.GetConsumerListByGroupRequest(consumer_group=group),
             )
@@ -317,7 +328,7 @@ class MQClientInstance:
             log.debug(
                 "get consumer list by group failed",
                 group=group,
-                broker=bd.broker_name,
+                broker=broker_name,
                 error=str(e),
             )
             return None
@@ -329,7 +340,7 @@ class MQClientInstance:
                 "consumer a unique instance_name",
                 group=group,
                 client_id=self.client_id,
-                broker=bd.broker_name,
+                broker=broker_name,
             )
         return ids
 
@@ -370,8 +381,9 @@ class MQClientInstance:
                 pass
             elif self._fresh(notify):  # our brokers send the members along
                 self.notified_consumer_ids[notify.consumer_group] = list(notify.consumer_id_list)
-            else:  # read late: a newer membership may be on its way; the pass asks a broker
+            else:  # read late: a newer membership may be on its way; the pass asks this broker
                 self.notified_consumer_ids.pop(notify.consumer_group, None)
+                self.notifying_broker[notify.consumer_group] = addr
             tracer.record(
                 "notify_received",
                 client_id=self.client_id,

@@ -153,6 +153,7 @@ async def test_the_client_keeps_the_members_of_the_latest_notification_until_tak
         client._on_channel_event("b2:1", late)
         assert client.take_notified_consumer_ids("g") is None
         assert client.stale_notifications == 1
+        assert client.notifying_broker == {"g": "b2:1"}  # the pass asks the broker that sent it
         fresh = notify("z", "a")
         fresh.notify_consumer_ids_changed.sent_at_ms = now_ms
         client._on_channel_event("b3:1", fresh)
@@ -220,3 +221,33 @@ async def test_the_window_grows_with_the_group_and_a_lone_change_still_goes_at_o
         await group[0].outbox.get()
     assert loop.time() - first >= 0.08
     assert told(group[0]) == 0  # one notification for the held change
+
+
+async def test_after_a_late_notification_the_pass_asks_the_broker_that_sent_it() -> None:
+    """That broker has seen the change; one picked at random may not have yet."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from aiorocketmq.consumer.client_instance import MQClientInstance
+    from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+
+    client = MQClientInstance("127.0.0.1@a", "127.0.0.1:1")
+    asked: list[str] = []
+
+    async def invoke_broker(name: str, method: str, request: Any, timeout: Any = None) -> Any:
+        asked.append(name)
+        return broker_pb2.GetConsumerListByGroupResponse(consumer_id_list=["127.0.0.1@a"])
+
+    try:
+        client.topic_route_table["T"] = common_pb2.TopicRouteData(
+            broker_datas=[common_pb2.BrokerData(broker_name=f"broker-{x}") for x in "abcd"]
+        )
+        client.channels["b:1"] = SimpleNamespace(broker_name="broker-c")  # type: ignore[assignment]
+        client.invoke_broker = invoke_broker  # type: ignore[method-assign]
+        for _ in range(5):
+            client.notifying_broker["g"] = "b:1"
+            assert await client.find_consumer_id_list("T", "g") == ["127.0.0.1@a"]
+        assert asked == ["broker-c"] * 5
+        assert client.notifying_broker == {}
+    finally:
+        await client.namesrv.close()
