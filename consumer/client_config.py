@@ -36,7 +36,7 @@ class ClientConfig:
     # wakes only if read within this long of its sending (the broker's clock against ours);
     # an older one, or one from a broker whose clock is behind ours by more, leaves the pass
     # to ask a broker for the members, as RocketMQ always does.
-    notified_ids_max_age_ms: int = 1_000
+    notified_ids_max_age_ms: int = 5_000
 
     def __post_init__(self) -> None:
         if self.channel_reconnect_delay_ms < 1:
