@@ -381,6 +381,7 @@ class MQClientInstance:
                 pass
             elif self._fresh(notify):  # our brokers send the members along
                 self.notified_consumer_ids[notify.consumer_group] = list(notify.consumer_id_list)
+                self.notifying_broker.pop(notify.consumer_group, None)
             else:  # read late: a newer membership may be on its way; the pass asks this broker
                 self.notified_consumer_ids.pop(notify.consumer_group, None)
                 self.notifying_broker[notify.consumer_group] = addr

@@ -507,4 +507,6 @@ class RebalanceModeBase:
     async def before_rebalance(self) -> None:
         """Fenced: releases a broker missed go again first (it still counts us as holder)."""
         if self.impl.fenced is not None:
-            await self.impl.fenced.retry_pending()
+            rebalance = self.impl.rebalance_impl
+            wanted = set().union(*rebalance.allocation.values()) if rebalance is not None else ()
+            await self.impl.fenced.retry_pending(wanted)

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Protocol
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.trace import tracer
@@ -68,13 +69,24 @@ class FencedHandoff:
         # One acquire at a time: an unsure queue's answer must not race a pass wanting it.
         self._acquiring = asyncio.Lock()
 
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
+    async def acquire(
+        self, mqs: list[MessageQueue], *, settle: Iterable[MessageQueue] = ()
+    ) -> dict[MessageQueue, tuple[int, int]]:
         """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent.
 
-        Unsure queues ride along; those granted but not in ``mqs`` are released at once.
+        The unsure queues of ``mqs``'s brokers ride along, and those of ``settle``; those
+        granted but not in ``mqs`` are released at once (with the final offset of a release
+        still owed, else committing nothing).
         """
         async with self._acquiring:
-            extra = sorted(self.unsure.difference(mqs))
+            brokers = {mq.broker_name for mq in mqs}
+            settling = set(settle)
+            extra = sorted(
+                mq
+                for mq in self.unsure.difference(mqs)
+                if mq.broker_name in brokers or mq in settling
+            )
+            owed = {mq: self.pending[mq][1] for mq in extra if mq in self.pending}
             by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
             for mq in [*mqs, *extra]:
                 by_broker[mq.broker_name].append(mq)
@@ -82,14 +94,14 @@ class FencedHandoff:
             granted: dict[MessageQueue, tuple[int, int]] = {}
             for part in results:
                 granted.update(part)
-            strays = [(mq, -1) for mq in extra if granted.pop(mq, None) is not None]
+            strays = [(mq, owed.get(mq, -1)) for mq in extra if granted.pop(mq, None) is not None]
             if strays:
                 log.info(
                     "releasing queues granted by an acquire whose answer was lost",
                     group=self.group,
                     mqs=[str(mq) for mq, _ in strays],
                 )
-                await self.release(strays)  # -1: we never pulled them, nothing to commit
+                await self.release(strays)
             return granted
 
     async def _acquire_one(
@@ -108,7 +120,8 @@ class FencedHandoff:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
         except MQError as e:
             log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
-            self.unsure.update(mqs)  # the broker may have granted them all the same
+            if isinstance(e, ServiceNotAvailable):  # no answer: the broker may have granted them
+                self.unsure.update(mqs)
             return {}
         assert isinstance(response, broker_pb2.AcquireQueuesResponse)
         self.unsure.difference_update(mqs)  # answered: granted or denied, we know which
@@ -136,13 +149,15 @@ class FencedHandoff:
             )
         return granted
 
-    async def retry_pending(self) -> set[MessageQueue]:
+    async def retry_pending(self, wanted: Iterable[MessageQueue] = ()) -> set[MessageQueue]:
         """Send again the releases a broker did not get; the queues it released now.
 
-        First the unsure acquires are settled: the pass about to run may not want them.
+        First the unsure queues not ``wanted`` (the last allocation: the pass about to run
+        asks for those itself) are settled: asked for, and released if granted.
         """
-        if self.unsure:
-            await self.acquire([])  # what it finds granted, it releases
+        settle = self.unsure.difference(wanted)
+        if settle:
+            await self.acquire([], settle=settle)
         if not self.pending:
             return set()
         by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)

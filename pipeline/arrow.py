@@ -91,8 +91,9 @@ def messages_to_batch(messages: Sequence[MessageExt], schema: Any) -> Any:
 def records_to_batch(data: bytes, broker_name: str, end: int, schema: Any) -> Any:
     """One record batch of the records of ``data`` (back to back) whose queue offset is below
     ``end``; None when there is none. ``ValueError`` names a record that is not one."""
-    if _speedups is not None:
-        columns = _speedups.decode_columns(data, end)
+    decode_columns = getattr(_speedups, "decode_columns", None)  # None: not built, or older
+    if decode_columns is not None:
+        columns = decode_columns(data, end)
         if columns is not None:
             return _columns_to_batch(columns, broker_name, schema) if columns[0] else None
     messages = decode_records(data, broker_name)

@@ -149,3 +149,54 @@ async def test_a_grant_whose_answer_was_lost_is_kept_when_the_pass_still_wants_i
     assert fenced.unsure == {Q0}
     assert await fenced.acquire([Q0]) == {Q0: (2, 0)}  # wanted after all: the grant it had
     assert fenced.unsure == set()
+
+
+async def test_settling_spares_what_the_next_pass_wants() -> None:
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    broker.lose = 1
+    assert await fenced.acquire([Q0, Q1]) == {}
+    await fenced.retry_pending(wanted={Q0, Q1})  # the pass asks for both itself
+    assert fenced.unsure == {Q0, Q1}
+    assert broker.grants.holder("G", Q0) is not None
+    assert await fenced.acquire([Q0, Q1]) == {Q0: (1, 0), Q1: (1, 0)}
+    assert fenced.unsure == set()
+
+
+async def test_a_stray_grant_is_released_with_the_final_offset_still_owed() -> None:
+    broker = GrantingBroker()
+    client = broker.client("c1")
+    fenced = FencedHandoff(client, "G")
+    await fenced.acquire([Q1])
+    # Q1's release never reached the broker (7 still owed), and an acquire of it since lost
+    # its answer: settling finds it granted and releases it with 7, not with nothing.
+    fenced.epochs.pop(Q1)
+    fenced.pending[Q1] = (1, 7)
+    fenced.unsure.add(Q1)
+    sent: list[tuple[int, int]] = []
+    invoke = client.invoke_broker
+
+    async def spy(name: str, method: str, request: Any, timeout: float | None = None) -> Any:
+        if method == "ReleaseQueues":
+            sent.extend((r.message_queue.queue_id, r.final_offset) for r in request.releases)
+        return await invoke(name, method, request, timeout)
+
+    client.invoke_broker = spy  # type: ignore[method-assign]
+    await fenced.retry_pending()
+    assert sent == [(1, 7)]
+    assert broker.grants.holder("G", Q1) is None
+    assert fenced.pending == {} and fenced.unsure == set()
+
+
+async def test_a_refusal_is_an_answer_not_an_unsure_grant() -> None:
+    from aiorocketmq.protocol.errors import ChannelNotFound
+
+    class Refusing(Broker):
+        async def invoke_broker(
+            self, broker_name: str, method: str, request: Any, timeout: float | None = None
+        ) -> Any:
+            raise ChannelNotFound("channel unknown")
+
+    fenced = FencedHandoff(Refusing(), "G")
+    assert await fenced.acquire([Q0]) == {}
+    assert fenced.unsure == set()
