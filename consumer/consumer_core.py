@@ -506,7 +506,14 @@ class RebalanceModeBase:
 
     async def before_rebalance(self) -> None:
         """Fenced: releases a broker missed go again first (it still counts us as holder)."""
-        if self.impl.fenced is not None:
+        fenced = self.impl.fenced
+        if fenced is not None:
             rebalance = self.impl.rebalance_impl
-            wanted = set().union(*rebalance.allocation.values()) if rebalance is not None else ()
-            await self.impl.fenced.retry_pending(wanted)
+            # The last allocation, only when there are unsure grants to weigh against it: a
+            # union of every held queue at every pass is work for the rare case.
+            wanted: set[MessageQueue] = (
+                set().union(*rebalance.allocation.values())
+                if fenced.unsure and rebalance is not None
+                else set()
+            )
+            await fenced.retry_pending(wanted)

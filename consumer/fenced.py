@@ -17,9 +17,11 @@ the last committed offset, so only the crashed consumer's uncommitted messages r
 
 An acquire whose answer is lost (a deadline under load) may still have been granted: the broker
 then counts us as the holder of queues we know nothing of, and denies them to their rightful
-owner until our channel closes. Such queues are kept as ``unsure`` and asked for again (the
-broker grants a holder the same epoch again) at the next acquire or before the next pass; what
-the pass no longer wants is then released at once.
+owner until our channel closes. Such queues are kept as ``unsure`` (only when no answer came:
+a refusal is an answer) and asked for again, the broker granting a holder the same epoch
+again: with the next acquire of their broker, or before the next pass if that pass will not ask
+for them itself. Those no longer wanted are then released at once, with the final offset of a
+release still owed.
 """
 
 from __future__ import annotations

@@ -68,9 +68,7 @@ def messages_to_batch(messages: Sequence[MessageExt], schema: Any) -> Any:
             values.extend(properties.values())
         add_offset(len(names))
     columns = [
-        pa.repeat(pa.scalar(first.topic, types[0]), count),  # one pull: one queue
-        pa.repeat(pa.scalar(first.broker_name, types[1]), count),
-        pa.repeat(pa.scalar(first.queue_id, types[2]), count),
+        *_queue_columns(first.topic, first.broker_name, first.queue_id, count, types),
         pa.array([m.queue_offset for m in messages], types[3]),
         pa.array([m.msg_id for m in messages], types[4]),
         pa.array([m.tags for m in messages], types[5]),
@@ -86,6 +84,17 @@ def messages_to_batch(messages: Sequence[MessageExt], schema: Any) -> Any:
         ),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _queue_columns(
+    topic: str, broker_name: str, queue_id: int, count: int, types: Sequence[Any]
+) -> list[Any]:
+    """The first three columns: one pull is of one queue, so each repeats one value."""
+    return [
+        pa.repeat(pa.scalar(topic, types[0]), count),
+        pa.repeat(pa.scalar(broker_name, types[1]), count),
+        pa.repeat(pa.scalar(queue_id, types[2]), count),
+    ]
 
 
 def records_to_batch(data: bytes, broker_name: str, end: int, schema: Any) -> Any:
@@ -123,9 +132,7 @@ def _columns_to_batch(columns: tuple[Any, ...], broker_name: str, schema: Any) -
 
     entry_count = len(names[1]) // 4 - 1  # int32 offsets, one more than the entries
     arrays = [
-        pa.repeat(pa.scalar(topic, types[0]), count),  # one pull: one queue
-        pa.repeat(pa.scalar(broker_name, types[1]), count),
-        pa.repeat(pa.scalar(queue_id, types[2]), count),
+        *_queue_columns(topic, broker_name, queue_id, count, types),
         pa.Array.from_buffers(types[3], count, [None, buf(offsets)]),
         strings(types[4], ids),
         strings(types[5], tags),

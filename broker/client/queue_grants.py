@@ -121,6 +121,15 @@ class AcquireResult(NamedTuple):
 ORPHAN = ""  # the channel id of a grant restored from disk, until its client is back
 
 
+def _discard(table: dict[Any, set[Any]], key: Any, item: Any) -> None:
+    """Take ``item`` out of ``table[key]``, and the set out of the table once it is empty."""
+    members = table.get(key)
+    if members is not None:
+        members.discard(item)
+        if not members:
+            del table[key]
+
+
 class QueueGrantManager:
     """Per (group, queue): one owner and an epoch that grows on every grant."""
 
@@ -266,25 +275,14 @@ class QueueGrantManager:
         """The channels denied ``mq`` since its last release, sorted; forgotten as told."""
         waiters = sorted(self.waiter_table.pop((group, mq), ()))
         for channel_id in waiters:
-            self._forget_wait(channel_id, (group, mq))
+            _discard(self.channel_wait_table, channel_id, (group, mq))
         return waiters
-
-    def _forget_wait(self, channel_id: str, key: tuple[str, MessageQueue]) -> None:
-        waits = self.channel_wait_table.get(channel_id)
-        if waits is not None:
-            waits.discard(key)
-            if not waits:
-                del self.channel_wait_table[channel_id]
 
     def release_channel(self, channel_id: str) -> list[tuple[str, MessageQueue]]:
         """The channel closed or expired: drop all its grants and waits; the (group, queue)
         freed."""
         for key in self.channel_wait_table.pop(channel_id, ()):
-            waiters = self.waiter_table.get(key)
-            if waiters is not None:
-                waiters.discard(channel_id)
-                if not waiters:
-                    del self.waiter_table[key]
+            _discard(self.waiter_table, key, channel_id)
         freed = sorted(self.channel_grant_table.get(channel_id, ()))
         for group, mq in freed:
             grant = self.grant_table[group][mq]
@@ -318,10 +316,7 @@ class QueueGrantManager:
 
     def _move(self, grant: QueueGrant, channel_id: str) -> None:
         key = (grant.group, grant.mq)
-        held = self.channel_grant_table[grant.channel_id]
-        held.discard(key)
-        if not held:
-            del self.channel_grant_table[grant.channel_id]
+        _discard(self.channel_grant_table, grant.channel_id, key)
         self.grant_table[grant.group][grant.mq] = QueueGrant(
             grant.group, grant.mq, grant.client_id, channel_id, grant.epoch
         )
@@ -397,7 +392,4 @@ class QueueGrantManager:
         del grants[grant.mq]
         if not grants:
             del self.grant_table[grant.group]
-        held = self.channel_grant_table[grant.channel_id]
-        held.discard((grant.group, grant.mq))
-        if not held:
-            del self.channel_grant_table[grant.channel_id]
+        _discard(self.channel_grant_table, grant.channel_id, (grant.group, grant.mq))
