@@ -21,9 +21,10 @@ of ``--body-size`` bytes with ``--senders`` producer tasks:
   sustained rate, and every message's latency from the send call to the listener is a sample
   (its body starts with the send time). Each row also gives the CPU time per message of each
   process in the sustained phase;
-- **Redis Streams, redis-py**: the same with redis-py's asyncio client (hiredis parser): each
-  batch one pipeline of XADDs, one consumer in its own process reading with XREADGROUP
-  (COUNT = the batch, BLOCK 100 ms) and acknowledging each read with one XACK;
+- **Redis Streams, redis-py**, a row per ``--pull-batch`` too: the same with redis-py's
+  asyncio client (hiredis parser): each batch one pipeline of XADDs, one consumer in its own
+  process reading with XREADGROUP (COUNT = the pull batch of the aiorocketmq row it is compared
+  with, BLOCK 100 ms) and acknowledging each read with one XACK;
 - **Redis, redis-benchmark**: Redis's own C client pipelining XADDs of the same bodies: the
   server's limit, with no Python in the way (produce only).
 
@@ -404,18 +405,23 @@ async def measure_aiorocketmq(
     return result
 
 
+def redis_row(count: int) -> str:
+    """The name of the Redis Streams row whose reads take ``count`` entries."""
+    return f"Redis Streams, redis-py, reads of {count}"
+
+
 async def measure_redis_py(
-    args: argparse.Namespace, port: int, server: Server, bodies: list[bytes]
+    args: argparse.Namespace, port: int, server: Server, bodies: list[bytes], count: int
 ) -> Run:
     """The same with Redis Streams and redis-py: a pipeline of XADDs per batch here, the
-    reader in its own process."""
+    reader in its own process reading ``count`` entries per XREADGROUP."""
     import redis.asyncio as aioredis
 
     client = aioredis.Redis(port=port)
-    stream, group = "bench_endtoend", "g"
+    stream, group = f"bench_endtoend_{count}", "g"
     await client.xgroup_create(stream, group, id="$", mkstream=True)
-    result = Run("Redis Streams, redis-py")
-    consumer = ConsumerProcess.start(redis_consumer, port, stream, group, args.batch)
+    result = Run(redis_row(count))
+    consumer = ConsumerProcess.start(redis_consumer, port, stream, group, count)
     backlog = Backlog(consumer.shared, args.window)
     try:
 
@@ -536,7 +542,8 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
             )
         )
         await wait_for("redis", redis, lambda: _redis_up(redis_port))
-        runs.append(await measure_redis_py(args, redis_port, redis, bodies))
+        for count in args.pull_batch:
+            runs.append(await measure_redis_py(args, redis_port, redis, bodies, count))
         runs.append(await asyncio.to_thread(redis_benchmark, args, redis_port))
     return runs
 
@@ -565,8 +572,12 @@ def report(runs: list[Run], args: argparse.Namespace) -> str:
     ]
     lines += [r.row() for r in runs]
     echo = next((r for r in runs if r.name.startswith("echo")), None)
-    redis_py = next((r for r in runs if r.name.startswith("Redis Streams")), None)
-    for ours in (r for r in runs if r.name.startswith("aiorocketmq")):
+    by_name = {r.name: r for r in runs}
+    for ours, pull_batch in zip(
+        (r for r in runs if r.name.startswith("aiorocketmq")), args.pull_batch, strict=False
+    ):
+        # Redis with the same batching: its reads take as many entries as our pulls.
+        redis_py = by_name.get(redis_row(pull_batch))
         for peer, target in ((echo, TARGET_ECHO), (redis_py, TARGET_REDIS)):
             if peer is None or not peer.saturated:
                 continue

@@ -19,6 +19,9 @@ Rules:
   an id we have already replaced changes nothing: a heartbeat sent before a reopen and answered
   after it must not make us forget the new stream (we would then wait for an open that never
   comes, and never heartbeat that broker again).
+- The channel keeps the group memberships this stream was sent (``members``, versioned: the
+  broker sends a change from the last one; ``protocol.membership``). Each open starts empty,
+  as the broker's side of a new stream does.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 import grpc
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.membership import NotifiedMembers
 from aiorocketmq.protocol.rpc import caller_cancelled
 from aiorocketmq.protocol.v1 import broker_pb2
 
@@ -80,6 +84,8 @@ class BrokerChannel:
         self.failures = 0
         # A wait_ready caller timed out before the next open: that open must catch up.
         self._waiter_gave_up = False
+        # What this stream was last sent of each group's membership.
+        self.members = NotifiedMembers()
 
     def start(self) -> None:
         if self._task is None:
@@ -160,6 +166,7 @@ class BrokerChannel:
         log.log(level, event, addr=self.addr, failures=self.failures + 1, **fields)
 
     def _opened(self, opened: broker_pb2.ChannelOpened) -> None:
+        self.members.clear()
         self.channel_id = opened.channel_id
         self.broker_name = opened.broker_name
         self.opened_count += 1

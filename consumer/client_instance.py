@@ -30,6 +30,7 @@ from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.client_id import build_client_id, default_instance_name
 from aiorocketmq.protocol.errors import ChannelNotFound, MQError, ServiceNotAvailable
+from aiorocketmq.protocol.membership import MembershipChange
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.route import MASTER_ID, route_to_subscribe_queues
 from aiorocketmq.protocol.rpc import call
@@ -371,26 +372,53 @@ class MQClientInstance:
         self.stale_notifications += 1
         return False
 
+    def _notified_members(
+        self, addr: str, notify: broker_pb2.NotifyConsumerIdsChanged
+    ) -> list[str] | None:
+        """The members a notification carried: whole, or as a change from the version the
+        channel holds (``protocol.membership``); None when it carried none or its base is not
+        the one held."""
+        channel = self.channels.get(addr)
+        group = notify.consumer_group
+        if notify.base_version:
+            if channel is None:
+                return None
+            change = MembershipChange(
+                notify.version,
+                notify.base_version,
+                tuple(notify.added_ids),
+                tuple(notify.removed_ids),
+            )
+            return channel.members.apply(change, group)
+        if not notify.consumer_id_list:
+            return None
+        if channel is None:
+            return list(notify.consumer_id_list)
+        return channel.members.whole(group, notify.version, notify.consumer_id_list)
+
     def _on_channel_event(self, addr: str, event: broker_pb2.ChannelEvent) -> None:
         kind = event.WhichOneof("event")
         if kind == "notify_consumer_ids_changed":
             notify = event.notify_consumer_ids_changed
+            group = notify.consumer_group
             self.notifications_received += 1
             self.convergence.changed(time.monotonic())
-            if not notify.consumer_id_list:  # a remoting-style notification: the pass asks
-                pass
-            elif self._fresh(notify):  # our brokers send the members along
-                self.notified_consumer_ids[notify.consumer_group] = list(notify.consumer_id_list)
-                self.notifying_broker.pop(notify.consumer_group, None)
-            else:  # read late: a newer membership may be on its way; the pass asks this broker
-                self.notified_consumer_ids.pop(notify.consumer_group, None)
-                self.notifying_broker[notify.consumer_group] = addr
+            members = self._notified_members(addr, notify)
+            if members is None and not notify.base_version:
+                pass  # a remoting-style notification (the group only): the pass asks
+            elif members is not None and self._fresh(notify):  # our brokers send the members
+                self.notified_consumer_ids[group] = members
+                self.notifying_broker.pop(group, None)
+            else:  # read late (a newer membership may be on its way), or a change from a
+                # version we do not hold: the pass asks this broker
+                self.notified_consumer_ids.pop(group, None)
+                self.notifying_broker[group] = addr
             tracer.record(
                 "notify_received",
                 client_id=self.client_id,
                 addr=addr,
                 group=notify.consumer_group,
-                members=len(notify.consumer_id_list),
+                members=len(members) if members is not None else 0,
             )
             log.info(
                 "NOTIFY_CONSUMER_IDS_CHANGED received",

@@ -21,6 +21,10 @@ Rules:
   channel was sent a few hundred notifications; a member that read them one by one
   rebalanced on each stale list in turn, and its process, busy with those, read the next ones
   late: minutes after the group had settled, its members were still dealing queues by old lists.
+- The channel notes the membership version of each group's notification it hands to the
+  stream (``notified_versions``): the broker sends the next one as a change from it
+  (``protocol.membership``). A notification superseded or dropped was never sent, so it
+  does not count.
 - ``close()`` is idempotent and wakes the reader of ``events()``; events still queued at close
   are discarded (nobody is left to read them).
 - No task is started here: the stream handler of the gRPC service iterates ``events()``.
@@ -57,6 +61,7 @@ class Channel:
         "client_id",
         "dropped",
         "language",
+        "notified_versions",
         "opened_at",
         "outbox",
         "protocol",
@@ -95,6 +100,8 @@ class Channel:
         self._latest: dict[str, broker_pb2.ChannelEvent] = {}
         self._stale: set[int] = set()
         self._closed = False
+        # group -> the membership version of the last notification handed to the stream.
+        self.notified_versions: dict[str, int] = {}
 
     @property
     def closed(self) -> bool:
@@ -154,6 +161,9 @@ class Channel:
                 for group, latest in self._latest.items():
                     if latest is event:
                         del self._latest[group]
+                        version = event.notify_consumer_ids_changed.version
+                        if version:
+                            self.notified_versions[group] = version
                         break
             yield event
 

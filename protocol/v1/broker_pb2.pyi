@@ -51,14 +51,22 @@ class ChannelOpened(_message.Message):
     def __init__(self, channel_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addr: _Optional[str] = ...) -> None: ...
 
 class NotifyConsumerIdsChanged(_message.Message):
-    __slots__ = ("consumer_group", "consumer_id_list", "sent_at_ms")
+    __slots__ = ("consumer_group", "consumer_id_list", "sent_at_ms", "version", "base_version", "added_ids", "removed_ids")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_ID_LIST_FIELD_NUMBER: _ClassVar[int]
     SENT_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    BASE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ADDED_IDS_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_IDS_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     consumer_id_list: _containers.RepeatedScalarFieldContainer[str]
     sent_at_ms: int
-    def __init__(self, consumer_group: _Optional[str] = ..., consumer_id_list: _Optional[_Iterable[str]] = ..., sent_at_ms: _Optional[int] = ...) -> None: ...
+    version: int
+    base_version: int
+    added_ids: _containers.RepeatedScalarFieldContainer[str]
+    removed_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, consumer_group: _Optional[str] = ..., consumer_id_list: _Optional[_Iterable[str]] = ..., sent_at_ms: _Optional[int] = ..., version: _Optional[int] = ..., base_version: _Optional[int] = ..., added_ids: _Optional[_Iterable[str]] = ..., removed_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class QueueReleased(_message.Message):
     __slots__ = ("consumer_group", "message_queue")

@@ -251,3 +251,47 @@ async def test_after_a_late_notification_the_pass_asks_the_broker_that_sent_it()
         assert client.notifying_broker == {}
     finally:
         await client.namesrv.close()
+
+
+async def test_the_client_rebuilds_the_members_from_a_change_to_the_version_its_channel_holds() -> (
+    None
+):
+    from aiorocketmq.consumer.broker_channel import BrokerChannel
+    from aiorocketmq.consumer.client_instance import MQClientInstance
+    from aiorocketmq.protocol.v1 import broker_pb2
+
+    client = MQClientInstance("127.0.0.1@a", "127.0.0.1:1")
+
+    async def reopened(channel: BrokerChannel) -> None:
+        pass
+
+    client.channels["b1:1"] = BrokerChannel(
+        "b1:1", client.client_id, lambda: None, client._on_channel_event, reopened
+    )
+
+    def notify(**fields: object) -> broker_pb2.ChannelEvent:
+        return broker_pb2.ChannelEvent(
+            notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(
+                consumer_group="g", sent_at_ms=int(time.time() * 1000), **fields
+            )
+        )
+
+    try:
+        client._on_channel_event("b1:1", notify(version=3, consumer_id_list=["x", "a"]))
+        assert client.take_notified_consumer_ids("g") == ["a", "x"]
+        client._on_channel_event(
+            "b1:1", notify(version=5, base_version=3, added_ids=["b"], removed_ids=["x"])
+        )
+        assert client.take_notified_consumer_ids("g") == ["a", "b"]
+        # A change from a version this channel does not hold (not sent on this stream): no
+        # list; the pass asks the broker that sent it.
+        client._on_channel_event("b1:1", notify(version=9, base_version=7, added_ids=["c"]))
+        assert client.take_notified_consumer_ids("g") is None
+        assert client.notifying_broker == {"g": "b1:1"}
+        # A reopened stream starts again from a whole list.
+        client._on_channel_event("b1:1", notify(version=10, consumer_id_list=["a"]))
+        client.channels["b1:1"]._opened(broker_pb2.ChannelOpened(channel_id="c2"))
+        client._on_channel_event("b1:1", notify(version=11, base_version=10, added_ids=["d"]))
+        assert client.take_notified_consumer_ids("g") is None
+    finally:
+        await client.namesrv.close()
