@@ -57,6 +57,10 @@ TOPIC = "BenchRebalance"
 # starves them until heartbeats miss their 3 s deadline and the brokers expire live channels).
 WORKER_NICE = 10
 SPACING_S = 2.2
+# From a settled start to the first change: the start's own tail (its last notification rounds,
+# the periodic passes and heartbeats of a thousand consumers started within a minute) is not
+# a change among settled consumers. One periodic rebalance interval.
+WARMUP_S = 20.0
 GROUP = "bench_rebalance"
 SWEEP_SIZES = [(8, 32), (32, 128), (128, 512), (1000, 4096)]
 SWEEP_MODES = [
@@ -206,6 +210,8 @@ class Holdings:
     expected: dict[str, str] = field(default_factory=dict)
     wrong: set[str] = field(default_factory=set)
     settled_at: float | None = None
+    # The event that settled the group last: (client id, "+" or "-", queue key).
+    settled_by: tuple[str, str, str] | None = None
     last_event_at: float = 0.0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -243,6 +249,7 @@ class Holdings:
             self._check(key)
             if not self.wrong and not was_settled:
                 self.settled_at = t
+                self.settled_by = (client_id, mark, key)
             elif self.wrong:
                 self.settled_at = None
         self.changed.set()
@@ -364,6 +371,8 @@ class Case:
     kills: int = 0
     spacing: float = SPACING_S
     worker_stats: float = 0.0  # seconds between each worker's stats lines (0: none)
+    times_csv: Path | None = None  # every change's time, and the event that settled it
+    warmup: float = WARMUP_S  # from the start's settling to the first change
 
     @property
     def label(self) -> str:
@@ -464,7 +473,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             start_s = await holdings.settle(120 + case.consumers * 0.5) - t_start
         finally:
             progress.cancel()
-        await asyncio.sleep(case.spacing)
+        await asyncio.sleep(max(case.spacing, case.warmup))
         broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
         worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
         cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
@@ -474,11 +483,13 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
                 name, w = f"j{i:04d}", workers[i % workers_n]
                 t0 = time.time()
                 w.send(f"start {name}")
-                members.append((name, await w.client_id(name, 60), w))
+                cid = await w.client_id(name, 60)
+                members.append((name, cid, w))
             else:
-                name, _, w = members.pop(0)
+                name, cid, w = members.pop(0)
                 t0 = time.time()
                 w.send(f"stop {name}")
+            replied = time.time() - t0
             holdings.expect(
                 expected_owners(case.strategy, group, mq_all, [m[1] for m in members]), t0
             )
@@ -489,6 +500,8 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
                 await holdings.settle(60)
             assert holdings.settled_at is not None
             times[kind].append(holdings.settled_at - t0)
+            if case.times_csv is not None:
+                _write_time(case, i, kind, cid, holdings, t0, replied)
         cpu1 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
         changes = max(1, case.changes)
         cpu_per_change = ((cpu1[0] - cpu0[0]) / changes, (cpu1[1] - cpu0[1]) / changes)
@@ -535,6 +548,50 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         broker_cpu_per_change=cpu_per_change[0],
         worker_cpu_per_change=cpu_per_change[1],
     )
+
+
+TIMES_FIELDS = [
+    "strategy",
+    "handoff",
+    "consumers",
+    "queues",
+    "change_no",
+    "change",
+    "consumer",
+    "ms",
+    "reply_ms",
+    "settled_by",
+    "settled_by_event",
+]
+
+
+def _write_time(
+    case: Case, i: int, kind: str, cid: str, holdings: Holdings, t0: float, replied: float
+) -> None:
+    """One row of ``--times``: the change, its time, when the command's reply came (the
+    joiner's ``start()`` returned, the leaver's ``shutdown()``) and the event that settled it."""
+    assert case.times_csv is not None and holdings.settled_at is not None
+    by_cid, mark, key = holdings.settled_by or ("", "", "")
+    new = not case.times_csv.exists()
+    with case.times_csv.open("a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(TIMES_FIELDS)
+        writer.writerow(
+            [
+                case.strategy,
+                case.handoff,
+                case.consumers,
+                case.queues,
+                i,
+                kind,
+                cid,
+                f"{(holdings.settled_at - t0) * 1000:.1f}",
+                f"{replied * 1000:.1f}",
+                by_cid,
+                f"{'added' if mark == '+' else 'dropped'} {key}" if mark else "",
+            ]
+        )
 
 
 CSV_FIELDS = [
@@ -733,6 +790,13 @@ def main(argv: list[str] | None = None) -> int:
         "1 s between rebalances), which at 1.5 s made every leave about 0.5 s slower "
         f"(default {SPACING_S})",
     )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=WARMUP_S,
+        help="seconds from the start's settling to the first change, so that the first change "
+        f"is not timed in the start's own tail (default {WARMUP_S})",
+    )
     parser.add_argument("--brokers", type=int, default=4)
     parser.add_argument(
         "--broker-setting",
@@ -761,6 +825,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the sizes of the plot (or those of --size), AVG and bounded hash, classic and fenced",
     )
     parser.add_argument("--csv", type=Path, help="append the figures to this CSV")
+    parser.add_argument(
+        "--times",
+        type=Path,
+        help="append every change to this CSV: its time, when the command returned, and the "
+        "queue event that settled it (and whose)",
+    )
     parser.add_argument("--plot", type=Path, help="draw the CSV's figures into this PNG")
     parser.add_argument("--plot-only", action="store_true", help="only draw --csv into --plot")
     args = parser.parse_args(argv)
@@ -771,7 +841,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.sweep:
         cases = [
-            Case(c, q, s, h, args.changes, args.kills, args.spacing, args.worker_stats)
+            Case(
+                c,
+                q,
+                s,
+                h,
+                args.changes,
+                args.kills,
+                args.spacing,
+                args.worker_stats,
+                args.times,
+                args.warmup,
+            )
             for s, h in SWEEP_MODES
             for c, q in args.size or SWEEP_SIZES
         ]
@@ -786,6 +867,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.kills,
                 args.spacing,
                 args.worker_stats,
+                args.times,
+                args.warmup,
             )
             for c, q in args.size or [(8, 32), (32, 128)]
         ]
