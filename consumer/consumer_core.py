@@ -231,6 +231,12 @@ class ConsumerCore:
     async def persist_consumer_offset(self) -> None:
         raise NotImplementedError
 
+    def broker_reconnected(self, broker_name: str) -> None:
+        """Our channel to ``broker_name`` reopened (it may have restarted): the offsets it was
+        known to have are sent again at the next commit."""
+        if isinstance(self.offset_store, RemoteBrokerOffsetStore):
+            self.offset_store.broker_reconnected(broker_name)
+
     async def pull_message(self, request: PullRequest) -> None:
         raise NotImplementedError
 

@@ -4,6 +4,13 @@
 queue's broker: every 5 s, when a queue is dropped, at shutdown, and piggybacked on pulls.
 ``LocalFileOffsetStore`` (BROADCASTING) keeps them in a JSON file per client id and group.
 
+Where we differ from RocketMQ: its 5 s commit sends every queue's offset each time; ours leaves
+out an offset the broker is known to have (its last commit was answered, or the broker told us
+the offset), and sends them all again after the channel to that broker reopened (a restarted
+broker may have lost its last seconds of offsets). An idle group of 1,000 consumers otherwise
+makes some 700 calls a second that change nothing, a fifth of the brokers' and the clients'
+CPU while nothing flows.
+
 Rules (spec 5.1-5.2): updates are increase-only unless asked otherwise, and a frozen offset
 (set by the OFFSET_ILLEGAL fix) ignores updates until removed; ``persist_all`` commits the
 assigned queues and forgets the rest; reads answer -1 when nothing is known, -2 on an error.
@@ -121,6 +128,18 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         # to tell when the broker refuses a commit because the queue moved on.
         self.epochs: dict[MessageQueue, int] = {}
         self.on_fenced: Callable[[MessageQueue], None] | None = None
+        # The offset each queue's broker is known to have: the periodic commit skips it.
+        self.committed: dict[MessageQueue, int] = {}
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        super().remove_offset(mq)
+        self.committed.pop(mq, None)
+
+    def broker_reconnected(self, broker_name: str) -> None:
+        """The channel to ``broker_name`` reopened: it may have restarted and lost recent
+        offsets, so the next periodic commit sends all of its queues."""
+        for mq in [mq for mq in self.committed if mq.broker_name == broker_name]:
+            del self.committed[mq]
 
     async def load(self) -> None:
         return None
@@ -148,6 +167,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
             return -2
         offset = int(response.offset)
         self.update_offset(mq, offset, increase_only=False)
+        self.committed[mq] = offset
         return offset
 
     async def read_offsets_from_store(self, mqs: list[MessageQueue]) -> dict[MessageQueue, int]:
@@ -183,6 +203,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         for mq, offset in results.items():
             if offset >= 0:
                 self.update_offset(mq, offset, increase_only=False)
+                self.committed[mq] = offset
         return results
 
     async def _commit(self, broker_name: str, entries: dict[MessageQueue, int]) -> None:
@@ -202,6 +223,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         )
         try:
             await self._invoke(broker_name, "UpdateConsumerOffset", request)
+            self.committed.update(entries)
         except QueueFenced:
             # One stale epoch refuses the whole batch: commit the queues one by one.
             if len(entries) > 1:
@@ -218,14 +240,15 @@ class RemoteBrokerOffsetStore(_MemoryTable):
             )
 
     async def persist_all(self, mqs: set[MessageQueue]) -> None:
-        """Commit every assigned queue's offset (one RPC per broker); forget the others."""
+        """Commit every assigned queue's offset that its broker is not known to have (one RPC
+        per broker); forget the others."""
         by_broker: dict[str, dict[MessageQueue, int]] = defaultdict(dict)
         for mq, offset in list(self.offset_table.items()):
             if mq in mqs:
-                if offset.value >= 0:
+                if offset.value >= 0 and self.committed.get(mq) != offset.value:
                     by_broker[mq.broker_name][mq] = offset.value
             else:
-                self.offset_table.pop(mq, None)
+                self.remove_offset(mq)
         await asyncio.gather(*(self._commit(b, entries) for b, entries in by_broker.items()))
 
     async def persist(self, mq: MessageQueue) -> None:

@@ -107,3 +107,36 @@ async def test_local_file_store_round_trip(tmp_path: Path) -> None:
     assert (tmp_path / "127.0.0.1@i" / "g" / "offsets.json.bak").exists()
     fresh = LocalFileOffsetStore("g", "127.0.0.1@i", tmp_path)
     assert await fresh.read_offset(MQ, ReadOffsetType.READ_FROM_STORE) == 11
+
+
+async def test_the_periodic_commit_leaves_out_what_the_broker_has_until_it_reconnects() -> None:
+    broker = FakeBroker()
+    broker.stored[MQ2] = 40
+    store = RemoteBrokerOffsetStore("g", broker)
+    store.update_offset(MQ, 5, increase_only=False)
+    assert await store.read_offset(MQ2, ReadOffsetType.READ_FROM_STORE) == 40
+
+    def committed() -> list[tuple[str, int]]:
+        out = [(b, o.offset) for b, r in broker.commits for o in r.offsets]
+        broker.commits.clear()
+        return sorted(out)
+
+    await store.persist_all({MQ, MQ2})
+    assert committed() == [("broker-a", 5)]  # broker-b told us its 40
+    await store.persist_all({MQ, MQ2})
+    assert committed() == []  # nothing changed: nothing to send
+    store.update_offset(MQ2, 41, increase_only=True)
+    broker.fail = True
+    await store.persist_all({MQ, MQ2})  # not answered: still owed
+    broker.fail = False
+    await store.persist_all({MQ, MQ2})
+    assert committed() == [("broker-b", 41)]
+    await store.persist_many([MQ])  # a drop's or the shutdown's commit is always sent
+    assert committed() == [("broker-a", 5)]
+    store.broker_reconnected("broker-a")  # it may have restarted and lost its last offsets
+    await store.persist_all({MQ, MQ2})
+    assert committed() == [("broker-a", 5)]
+    store.remove_offset(MQ2)  # taken again later: its offset is read anew
+    store.update_offset(MQ2, 41, increase_only=False)
+    await store.persist_all({MQ, MQ2})
+    assert committed() == [("broker-b", 41)]
