@@ -53,6 +53,7 @@ class ConsumerInner(Protocol):
     async def do_rebalance(self) -> bool: ...
     async def persist_consumer_offset(self) -> None: ...
     def broker_reconnected(self, broker_name: str) -> None: ...
+    def allocated_by(self, members: list[str]) -> bool: ...
     async def pull_message(self, request: PullRequest) -> None: ...
     def on_queue_released(self, mq: MessageQueue) -> None: ...
     async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None: ...
@@ -100,6 +101,8 @@ class MQClientInstance:
         # broker that sent the last of them, per group: the pass asks it for the members.
         self.stale_notifications = 0
         self.notifying_broker: dict[str, str] = {}
+        # Notifications whose members the last pass had already allocated by: no pass.
+        self.notifications_already_applied = 0
         # From a change of a group (or the start) to the rebalance pass that settles it.
         self.convergence = ConvergenceClock()
 
@@ -405,11 +408,23 @@ class MQClientInstance:
             self.notifications_received += 1
             self.convergence.changed(time.monotonic())
             members = self._notified_members(addr, notify)
+            consumer = self.consumer_table.get(group)
+            wake = True
             if members is None and not notify.base_version:
                 pass  # a remoting-style notification (the group only): the pass asks
             elif members is not None and self._fresh(notify):  # our brokers send the members
-                self.notified_consumer_ids[group] = members
-                self.notifying_broker.pop(group, None)
+                if (
+                    consumer is not None
+                    and group not in self.notified_consumer_ids  # no list waits for a pass
+                    and consumer.allocated_by(members)
+                ):
+                    # Ours: the last pass allocated by these very members and holds its share
+                    # (each broker notifies the same change: four brokers, four notifications).
+                    self.notifications_already_applied += 1
+                    wake = False
+                else:
+                    self.notified_consumer_ids[group] = members
+                    self.notifying_broker.pop(group, None)
             else:  # read late (a newer membership may be on its way), or a change from a
                 # version we do not hold: the pass asks this broker
                 self.notified_consumer_ids.pop(group, None)
@@ -427,7 +442,8 @@ class MQClientInstance:
                 addr=addr,
                 group=notify.consumer_group,
             )
-            self.rebalance_immediately()
+            if wake:
+                self.rebalance_immediately()
         elif kind == "queue_released":
             group = event.queue_released.consumer_group
             consumer = self.consumer_table.get(group)

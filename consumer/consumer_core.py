@@ -231,6 +231,11 @@ class ConsumerCore:
     async def persist_consumer_offset(self) -> None:
         raise NotImplementedError
 
+    def allocated_by(self, members: list[str]) -> bool:
+        """The last rebalance used exactly these (sorted) members and still holds its
+        allocation (a notification carrying them needs no pass)."""
+        return self.rebalance_impl is not None and self.rebalance_impl.allocated_by(members)
+
     def broker_reconnected(self, broker_name: str) -> None:
         """Our channel to ``broker_name`` reopened (it may have restarted): the offsets it was
         known to have are sent again at the next commit."""

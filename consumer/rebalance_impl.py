@@ -121,6 +121,8 @@ class RebalanceImpl:
         # The last allocation per topic (the fenced handoff acquires a released queue from it).
         self.allocation: dict[str, set[MessageQueue]] = {}
         self._cid_cache: dict[None, list[str] | None] = {}
+        # The members (sorted) of the last pass, when it ended balanced; else None.
+        self.last_members: list[str] | None = None
         self._sorted_mq_all: dict[str, tuple[set[MessageQueue], list[MessageQueue]]] = {}
         self._bad_members_logged = False
         # One table update at a time (the periodic rebalance and a QueueReleased may overlap).
@@ -143,7 +145,13 @@ class RebalanceImpl:
                 if not is_retry_topic(topic):
                     balanced = False
         self.truncate_message_queue_not_my_topic()
+        self.last_members = self._cid_cache.get(None) if balanced else None
         return balanced
+
+    def allocated_by(self, members: list[str]) -> bool:
+        """Whether the last pass allocated by exactly these (sorted) members and the queues
+        held are still its allocation: a pass by them would change nothing."""
+        return self.last_members is not None and self.last_members == members and self.is_balanced()
 
     async def rebalance_by_topic(self, topic: str, is_order: bool) -> bool:
         mq_set = self.topic_subscribe_info_table.get(topic)

@@ -295,3 +295,55 @@ async def test_the_client_rebuilds_the_members_from_a_change_to_the_version_its_
         assert client.take_notified_consumer_ids("g") is None
     finally:
         await client.namesrv.close()
+
+
+async def test_a_pass_records_the_members_it_allocated_by_while_it_holds_its_share() -> None:
+    members = Members("a", answer=["a", "b"])
+    impl = rebalance(members)
+    assert impl.allocated_by(["a", "b"]) is False  # no pass yet
+    assert await impl.do_rebalance(False)
+    assert impl.allocated_by(["a", "b"])
+    assert not impl.allocated_by(["a", "b", "c"])
+    next(iter(impl.process_queue_table.values())).dropped = True  # a queue lost since
+    assert not impl.allocated_by(["a", "b"])
+    members.answer = ["b", "c"]  # a stale list: no allocation, unbalanced
+    assert not await impl.do_rebalance(False)
+    assert impl.last_members is None
+
+
+async def test_a_notification_of_the_members_the_last_pass_used_wakes_no_pass() -> None:
+    """Each broker notifies the same change: the second to fourth notifications carry the
+    members the first one's pass already allocated by."""
+    from aiorocketmq.consumer.client_instance import MQClientInstance
+    from aiorocketmq.protocol.v1 import broker_pb2
+
+    class Consumer:
+        def __init__(self) -> None:
+            self.done: list[str] = ["a", "b"]
+
+        def allocated_by(self, members: list[str]) -> bool:
+            return members == self.done
+
+    client = MQClientInstance("127.0.0.1@a", "127.0.0.1:1")
+    client.consumer_table["g"] = Consumer()  # type: ignore[assignment]
+    wakeups: list[None] = []
+    client.rebalance_service.wakeup = lambda: wakeups.append(None)  # type: ignore[method-assign]
+
+    def notify(*ids: str) -> broker_pb2.ChannelEvent:
+        return broker_pb2.ChannelEvent(
+            notify_consumer_ids_changed=broker_pb2.NotifyConsumerIdsChanged(
+                consumer_group="g", consumer_id_list=ids
+            )
+        )
+
+    try:
+        client._on_channel_event("b1:1", notify("a", "b"))
+        assert wakeups == [] and client.take_notified_consumer_ids("g") is None
+        assert client.notifications_already_applied == 1
+        client._on_channel_event("b1:1", notify("a", "b", "c"))  # a change: a pass
+        assert len(wakeups) == 1
+        # A list still waits for its pass: a later one replaces it, whatever it says.
+        client._on_channel_event("b2:1", notify("a", "b"))
+        assert len(wakeups) == 2 and client.take_notified_consumer_ids("g") == ["a", "b"]
+    finally:
+        await client.namesrv.close()
