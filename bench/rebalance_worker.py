@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sys
 import time
 from typing import Any
@@ -134,9 +135,23 @@ class Worker:
             await asyncio.sleep(0.1)
             self.lag_max = max(self.lag_max, loop.time() - t0 - 0.1)
 
+    def _gc_timer(self, phase: str, info: dict[str, int]) -> None:
+        """A ``gc.callbacks`` entry: the longest pause of each generation's collections."""
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        gen = info.get("generation", 0)
+        pause = time.perf_counter() - self._gc_started
+        self.gc_max[gen] = max(self.gc_max.get(gen, 0.0), pause)
+        self.gc_time += pause
+
     async def report(self, every_s: float) -> None:
         """The ``--stats`` lines (counts since the last line)."""
         self.spawn(self.probe_lag())
+        self.gc_max: dict[int, float] = {}
+        self.gc_time = 0.0
+        self._gc_started = 0.0
+        gc.callbacks.append(self._gc_timer)
         while True:
             await asyncio.sleep(every_s)
             reopened = sum(
@@ -149,12 +164,16 @@ class Worker:
                 f"worker {self.args.stats_name}: {len(self.consumers)} consumers "
                 f"({reopened} channel reopens so far); in {every_s:.0f} s "
                 f"{self.notified} notifications, {self.passes} allocating passes, "
-                f"{len(self.memberships)} memberships, event loop up to {self.lag_max:.2f} s late",
+                f"{len(self.memberships)} memberships, event loop up to {self.lag_max:.2f} s late; "
+                f"garbage collection {self.gc_time:.2f} s, longest pause by generation "
+                + ", ".join(f"{g}: {self.gc_max[g] * 1000:.0f} ms" for g in sorted(self.gc_max)),
                 file=sys.stderr,
                 flush=True,
             )
             self.notified = self.passes = 0
             self.lag_max = 0.0
+            self.gc_max.clear()
+            self.gc_time = 0.0
             self.memberships.clear()
 
     async def run(self) -> None:
