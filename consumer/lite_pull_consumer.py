@@ -623,7 +623,7 @@ class LitePullConsumerImpl(ConsumerCore):
         if not self.running:
             raise RuntimeError("The consumer not running, please start it first.")
         if offsets is None:
-            await self._commit_all()
+            await self._commit_all(only_changed=False)  # asked for: every offset, as RocketMQ
             return
         bad = {mq: o for mq, o in offsets.items() if o < 0}
         if bad:
@@ -638,8 +638,9 @@ class LitePullConsumerImpl(ConsumerCore):
             self.offset_store.update_offset(mq, offset, increase_only=False)
         await self.offset_store.persist_many(sorted(offsets))
 
-    async def _commit_all(self) -> None:
-        """RocketMQ's ``commitAll``: consumed offsets into the store, then persist them."""
+    async def _commit_all(self, *, only_changed: bool = True) -> None:
+        """RocketMQ's ``commitAll``: consumed offsets into the store, then persist them (the
+        timers: only those the brokers are not known to have)."""
         store = self.offset_store
         if store is None:
             return
@@ -650,7 +651,7 @@ class LitePullConsumerImpl(ConsumerCore):
             mqs.add(mq)
             if state.consume_offset >= 0:
                 store.update_offset(mq, state.consume_offset, increase_only=False)
-        await store.persist_all(mqs)
+        await store.persist_all(mqs, only_changed=only_changed)
 
     async def _auto_commit_loop(self) -> None:
         interval = self.settings.auto_commit_interval_ms / 1000

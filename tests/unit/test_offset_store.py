@@ -131,8 +131,10 @@ async def test_the_periodic_commit_leaves_out_what_the_broker_has_until_it_recon
     broker.fail = False
     await store.persist_all({MQ, MQ2})
     assert committed() == [("broker-b", 41)]
-    await store.persist_many([MQ])  # a drop's or the shutdown's commit is always sent
+    await store.persist_many([MQ])  # a drop's commit is always sent
     assert committed() == [("broker-a", 5)]
+    await store.persist_all({MQ, MQ2}, only_changed=False)  # a commit asked for: all
+    assert committed() == [("broker-a", 5), ("broker-b", 41)]
     store.broker_reconnected("broker-a")  # it may have restarted and lost its last offsets
     await store.persist_all({MQ, MQ2})
     assert committed() == [("broker-a", 5)]
