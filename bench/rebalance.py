@@ -568,8 +568,8 @@ TIMES_FIELDS = [
 def _write_time(
     case: Case, i: int, kind: str, cid: str, holdings: Holdings, t0: float, replied: float
 ) -> None:
-    """One row of ``--times``: the change, its time, when the command's reply came (the
-    joiner's ``start()`` returned, the leaver's ``shutdown()``) and the event that settled it."""
+    """One row of ``--times``: the change, its time, for a join when the joiner's ``start()``
+    returned (a leave's stop is not waited for: 0) and the event that settled it."""
     assert case.times_csv is not None and holdings.settled_at is not None
     by_cid, mark, key = holdings.settled_by or ("", "", "")
     new = not case.times_csv.exists()
@@ -833,8 +833,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--times",
         type=Path,
-        help="append every change to this CSV: its time, when the command returned, and the "
-        "queue event that settled it (and whose)",
+        help="append every change to this CSV: its time, when a joiner's start() returned, "
+        "and the queue event that settled it (and whose)",
     )
     parser.add_argument("--plot", type=Path, help="draw the CSV's figures into this PNG")
     parser.add_argument("--plot-only", action="store_true", help="only draw --csv into --plot")

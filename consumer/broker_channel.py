@@ -65,12 +65,14 @@ class BrokerChannel:
         *,
         reconnect_delay_ms: int = 200,
         reconnect_max_delay_ms: int = 5_000,
+        on_open: Callable[[BrokerChannel], None] | None = None,
     ) -> None:
         self.addr = addr
         self.client_id = client_id
         self._stub = stub
         self._on_event = on_event
         self._on_reopen = on_reopen
+        self._on_open = on_open  # every open, first ones included, before any event
         self.reconnect_delay_ms = reconnect_delay_ms
         self.reconnect_max_delay_ms = reconnect_max_delay_ms
         self.channel_id: str | None = None
@@ -173,6 +175,11 @@ class BrokerChannel:
         self.failures = 0
         catch_up = self.opened_count > 1 or self._waiter_gave_up
         self._waiter_gave_up = False
+        if self._on_open is not None:
+            try:
+                self._on_open(self)
+            except Exception:  # the owner's failure costs the callback, not the stream
+                log.exception("channel open handler failed", addr=self.addr)
         self._ready.set()
         log.log(
             logging.INFO if self.opened_count > 1 else logging.DEBUG,

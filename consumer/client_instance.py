@@ -361,6 +361,7 @@ class MQClientInstance:
                 self._on_channel_reopen,
                 reconnect_delay_ms=self.config.channel_reconnect_delay_ms,
                 reconnect_max_delay_ms=self.config.channel_reconnect_max_delay_ms,
+                on_open=self._on_channel_open,
             )
             self.channels[addr] = channel
             channel.start()
@@ -406,7 +407,6 @@ class MQClientInstance:
             notify = event.notify_consumer_ids_changed
             group = notify.consumer_group
             self.notifications_received += 1
-            self.convergence.changed(time.monotonic())
             members = self._notified_members(addr, notify)
             consumer = self.consumer_table.get(group)
             wake = True
@@ -443,6 +443,7 @@ class MQClientInstance:
                 group=notify.consumer_group,
             )
             if wake:
+                self.convergence.changed(time.monotonic())
                 self.rebalance_immediately()
         elif kind == "queue_released":
             group = event.queue_released.consumer_group
@@ -495,6 +496,13 @@ class MQClientInstance:
         except MQError as e:
             log.info("running info report failed", addr=addr, error=str(e))
 
+    def _on_channel_open(self, channel: BrokerChannel) -> None:
+        """Every open of a channel (a broker restarted, or found at a new address): the
+        offsets it was known to have are sent again at the next commit."""
+        if channel.broker_name:
+            for consumer in self.consumer_table.values():
+                consumer.broker_reconnected(channel.broker_name)
+
     async def _on_channel_reopen(self, channel: BrokerChannel) -> None:
         """A reopened channel (or a first open no heartbeat waited for): heartbeat to that broker,
         then rebalance (RocketMQ's onChannelActive).
@@ -504,9 +512,6 @@ class MQClientInstance:
         while the channel stays open.
         """
         channel_id = channel.channel_id
-        if channel.opened_count > 1 and channel.broker_name:
-            for consumer in self.consumer_table.values():
-                consumer.broker_reconnected(channel.broker_name)
         failures = 0
         while (
             channel_id is not None

@@ -234,6 +234,8 @@ class ConsumerCore:
     def allocated_by(self, members: list[str]) -> bool:
         """The last rebalance used exactly these (sorted) members and still holds its
         allocation (a notification carrying them needs no pass)."""
+        if self.fenced is not None and (self.fenced.pending or self.fenced.unsure):
+            return False  # a pass would first retry releases and settle unsure grants
         return self.rebalance_impl is not None and self.rebalance_impl.allocated_by(members)
 
     def broker_reconnected(self, broker_name: str) -> None:

@@ -5,11 +5,11 @@ queue's broker: every 5 s, when a queue is dropped, at shutdown, and piggybacked
 ``LocalFileOffsetStore`` (BROADCASTING) keeps them in a JSON file per client id and group.
 
 Where we differ from RocketMQ: its 5 s commit sends every queue's offset each time; ours leaves
-out an offset the broker is known to have (its last commit was answered, or the broker told us
-the offset), and sends them all again after the channel to that broker reopened (a restarted
-broker may have lost its last seconds of offsets). An idle group of 1,000 consumers otherwise
-makes some 700 calls a second that change nothing, a fifth of the brokers' and the clients'
-CPU while nothing flows. A commit the application asks for (``only_changed=False``) sends all.
+out an offset whose last commit the broker acknowledged, and sends all of a broker's again
+after a channel to it opened (a restarted broker may have lost its last seconds of offsets).
+An idle group of 1,000 consumers otherwise makes some 700 calls a second that change nothing,
+a fifth of the brokers' and the clients' CPU while nothing flows. A commit the application
+asks for (``only_changed=False``) sends all.
 
 Rules (spec 5.1-5.2): updates are increase-only unless asked otherwise, and a frozen offset
 (set by the OFFSET_ILLEGAL fix) ignores updates until removed; ``persist_all`` commits the
@@ -128,7 +128,8 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         # to tell when the broker refuses a commit because the queue moved on.
         self.epochs: dict[MessageQueue, int] = {}
         self.on_fenced: Callable[[MessageQueue], None] | None = None
-        # The offset each queue's broker is known to have: the periodic commit skips it.
+        # The offset each queue's broker acknowledged last: the periodic commit skips it. (Not
+        # a query's answer: a broker answers 0 for a young queue without storing it.)
         self.committed: dict[MessageQueue, int] = {}
 
     def remove_offset(self, mq: MessageQueue) -> None:
@@ -167,7 +168,6 @@ class RemoteBrokerOffsetStore(_MemoryTable):
             return -2
         offset = int(response.offset)
         self.update_offset(mq, offset, increase_only=False)
-        self.committed[mq] = offset
         return offset
 
     async def read_offsets_from_store(self, mqs: list[MessageQueue]) -> dict[MessageQueue, int]:
@@ -203,7 +203,6 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         for mq, offset in results.items():
             if offset >= 0:
                 self.update_offset(mq, offset, increase_only=False)
-                self.committed[mq] = offset
         return results
 
     async def _commit(self, broker_name: str, entries: dict[MessageQueue, int]) -> None:

@@ -135,6 +135,7 @@ class RebalanceImpl:
         """Rebalance every subscribed topic; True when all are balanced."""
         balanced = True
         self._cid_cache = {}
+        self.last_members = None  # until this pass ends: a notification meanwhile wakes one
         await self.mode.before_rebalance()
         for topic in list(self.subscription_inner):
             try:
@@ -149,9 +150,16 @@ class RebalanceImpl:
         return balanced
 
     def allocated_by(self, members: list[str]) -> bool:
-        """Whether the last pass allocated by exactly these (sorted) members and the queues
-        held are still its allocation: a pass by them would change nothing."""
-        return self.last_members is not None and self.last_members == members and self.is_balanced()
+        """Whether the last pass allocated by exactly these (sorted) members, from the routes
+        it used, and the queues held are still its allocation: a pass by them would change
+        nothing. (Before a pass ends this is False: its members are not known to be applied.)"""
+        if self.last_members is None or self.last_members != members:
+            return False
+        for topic in self.subscription_inner:  # a route changed since: the pass must see it
+            used = self._sorted_mq_all.get(topic)
+            if used is not None and used[0] is not self.topic_subscribe_info_table.get(topic):
+                return False
+        return self.is_balanced()
 
     async def rebalance_by_topic(self, topic: str, is_order: bool) -> bool:
         mq_set = self.topic_subscribe_info_table.get(topic)

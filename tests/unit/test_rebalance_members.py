@@ -311,6 +311,41 @@ async def test_a_pass_records_the_members_it_allocated_by_while_it_holds_its_sha
     assert impl.last_members is None
 
 
+async def test_members_are_not_taken_as_allocated_by_while_a_pass_runs_or_after_a_route_change() -> (
+    None
+):
+    import asyncio
+
+    class SlowMode(Mode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.go = asyncio.Event()
+
+        async def message_queue_changed(
+            self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
+        ) -> None:
+            await self.go.wait()  # a push consumer heartbeats here: the network
+
+    members = Members("a", answer=["a", "b"])
+    mode = SlowMode()
+    impl = rebalance(members, mode)
+    mode.go.set()
+    assert await impl.do_rebalance(False)
+    assert impl.allocated_by(["a", "b"])
+    # b leaves: a pass by [a] runs; [a, b] again arrives meanwhile (b back, same client id).
+    mode.go.clear()
+    members.answer = ["a"]
+    running = asyncio.create_task(impl.do_rebalance(False))
+    await asyncio.sleep(0.01)
+    assert impl.assigned_queues() == QUEUES  # the pass holds its new allocation already
+    assert not impl.allocated_by(["a", "b"])  # but its members are not known to be applied
+    mode.go.set()
+    assert await running
+    assert impl.allocated_by(["a"])
+    impl.topic_subscribe_info_table[T] = set(QUEUES)  # the route was fetched again
+    assert not impl.allocated_by(["a"])
+
+
 async def test_a_notification_of_the_members_the_last_pass_used_wakes_no_pass() -> None:
     """Each broker notifies the same change: the second to fourth notifications carry the
     members the first one's pass already allocated by."""
@@ -340,6 +375,7 @@ async def test_a_notification_of_the_members_the_last_pass_used_wakes_no_pass() 
         client._on_channel_event("b1:1", notify("a", "b"))
         assert wakeups == [] and client.take_notified_consumer_ids("g") is None
         assert client.notifications_already_applied == 1
+        assert client.convergence.since is None  # no change to settle: its clock not started
         client._on_channel_event("b1:1", notify("a", "b", "c"))  # a change: a pass
         assert len(wakeups) == 1
         # A list still waits for its pass: a later one replaces it, whatever it says.
