@@ -844,38 +844,25 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--plot-only needs --csv and --plot")
         plot(args.csv, args.plot)
         return 0
+    def case(consumers: int, queues: int, strategy: str, handoff: str) -> Case:
+        return Case(
+            consumers,
+            queues,
+            strategy,
+            handoff,
+            args.changes,
+            args.kills,
+            args.spacing,
+            args.worker_stats,
+            args.times,
+            args.warmup,
+        )
+
     if args.sweep:
-        cases = [
-            Case(
-                c,
-                q,
-                s,
-                h,
-                args.changes,
-                args.kills,
-                args.spacing,
-                args.worker_stats,
-                args.times,
-                args.warmup,
-            )
-            for s, h in SWEEP_MODES
-            for c, q in args.size or SWEEP_SIZES
-        ]
+        cases = [case(c, q, s, h) for s, h in SWEEP_MODES for c, q in args.size or SWEEP_SIZES]
     else:
         cases = [
-            Case(
-                c,
-                q,
-                args.strategy,
-                args.handoff,
-                args.changes,
-                args.kills,
-                args.spacing,
-                args.worker_stats,
-                args.times,
-                args.warmup,
-            )
-            for c, q in args.size or [(8, 32), (32, 128)]
+            case(c, q, args.strategy, args.handoff) for c, q in args.size or [(8, 32), (32, 128)]
         ]
     from aiorocketmq.logs import configure_logging
 
