@@ -212,8 +212,9 @@ class Holdings:
     expected: dict[str, str] = field(default_factory=dict)
     wrong: set[str] = field(default_factory=set)
     settled_at: float | None = None
-    # The event that settled the group last: (client id, "+" or "-", queue key).
+    # The event that settled the group last, and the last event: (client id, "+" or "-", key).
     settled_by: tuple[str, str, str] | None = None
+    last_event: tuple[str, str, str] | None = None
     last_event_at: float = 0.0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -230,6 +231,7 @@ class Holdings:
             self._check(key)
         # Already settled: by the last event (the change's events can beat its command's reply).
         self.settled_at = None if self.wrong else max(self.last_event_at, now)
+        self.settled_by = None if self.wrong else self.last_event
         self.changed.set()
 
     def forget(self, client_id: str) -> None:
@@ -242,6 +244,7 @@ class Holdings:
         if held is None:
             return
         self.last_event_at = t
+        self.last_event = (client_id, mark, key)
         if mark == "+":
             held.add(client_id)
         else:
@@ -574,26 +577,20 @@ def _write_time(
     returned (a leave's stop is not waited for: 0) and the event that settled it."""
     assert case.times_csv is not None and holdings.settled_at is not None
     by_cid, mark, key = holdings.settled_by or ("", "", "")
-    new = not case.times_csv.exists()
-    with case.times_csv.open("a", newline="") as f:
-        writer = csv.writer(f)
-        if new:
-            writer.writerow(TIMES_FIELDS)
-        writer.writerow(
-            [
-                case.strategy,
-                case.handoff,
-                case.consumers,
-                case.queues,
-                i,
-                kind,
-                cid,
-                f"{(holdings.settled_at - t0) * 1000:.1f}",
-                f"{replied * 1000:.1f}",
-                by_cid,
-                f"{'added' if mark == '+' else 'dropped'} {key}" if mark else "",
-            ]
-        )
+    values = [
+        case.strategy,
+        case.handoff,
+        case.consumers,
+        case.queues,
+        i,
+        kind,
+        cid,
+        f"{(holdings.settled_at - t0) * 1000:.1f}",
+        f"{replied * 1000:.1f}",
+        by_cid,
+        f"{'added' if mark == '+' else 'dropped'} {key}" if mark else "",
+    ]
+    append_csv(case.times_csv, [dict(zip(TIMES_FIELDS, values, strict=True))], TIMES_FIELDS)
 
 
 CSV_FIELDS = [
@@ -634,10 +631,11 @@ def result_rows(r: CaseResult, brokers: int) -> list[dict[str, Any]]:
     ]
 
 
-def append_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def append_csv(path: Path, rows: list[dict[str, Any]], fields: list[str] = CSV_FIELDS) -> None:
+    """Append ``rows`` to the CSV at ``path``, with its header if the file is new."""
     new = not path.exists()
     with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, CSV_FIELDS)
+        writer = csv.DictWriter(f, fields)
         if new:
             writer.writeheader()
         writer.writerows(rows)

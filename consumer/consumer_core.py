@@ -239,8 +239,8 @@ class ConsumerCore:
         return self.rebalance_impl is not None and self.rebalance_impl.allocated_by(members)
 
     def broker_reconnected(self, broker_name: str) -> None:
-        """Our channel to ``broker_name`` reopened (it may have restarted): the offsets it was
-        known to have are sent again at the next commit."""
+        """A channel of ours to ``broker_name`` opened (it may have restarted, or moved): the
+        offsets it was known to have are sent again at the next commit."""
         if isinstance(self.offset_store, RemoteBrokerOffsetStore):
             self.offset_store.broker_reconnected(broker_name)
 

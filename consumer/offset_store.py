@@ -137,8 +137,8 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         self.committed.pop(mq, None)
 
     def broker_reconnected(self, broker_name: str) -> None:
-        """The channel to ``broker_name`` reopened: it may have restarted and lost recent
-        offsets, so the next periodic commit sends all of its queues."""
+        """A channel to ``broker_name`` opened: it may have restarted and lost recent offsets,
+        so the next periodic commit sends all of its queues."""
         for mq in [mq for mq in self.committed if mq.broker_name == broker_name]:
             del self.committed[mq]
 
