@@ -506,19 +506,22 @@ class PushConsumerImpl(ConsumerCore):
     async def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None:
-        """A rebalance changed our queues: new subVersion, thresholds, heartbeat, listener."""
+        """A rebalance changed our queues: thresholds, listener (and with
+        ``heartbeat_on_queue_change``, RocketMQ's new subVersion and heartbeat)."""
         assert self.rebalance_impl is not None and self.client is not None
-        if topic in self.subscription_inner:
+        s = self.settings
+        renew = s.heartbeat_on_queue_change and topic in self.subscription_inner
+        if renew:
             expression, _ = self.subscription_inner[topic]
             self.subscription_inner[topic] = (expression, now_ms())
         n = len(self.rebalance_impl.process_queue_table)
-        s = self.settings
         if n:
             if s.pull_threshold_for_topic != -1:
                 self.pull_threshold_for_queue = max(1, s.pull_threshold_for_topic // n)
             if s.pull_threshold_size_for_topic != -1:
                 self.pull_threshold_size_for_queue = max(1, s.pull_threshold_size_for_topic // n)
-        await self.client.send_heartbeat_to_all_broker()
+        if renew:
+            await self.client.send_heartbeat_to_all_broker()
         listener = s.message_queue_listener
         if listener is not None and not is_retry_topic(topic):
             try:
