@@ -73,6 +73,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import math
+import random
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -666,6 +667,11 @@ class DefaultConsumerIdsChangeListener:
         version = self.history.record(group, members)
         sent_at_ms = int(time.time() * 1000)
         events: dict[int, broker_pb2.ChannelEvent] = {}
+        # In a random order, as RocketMQ's hash-ordered channel table gives each broker its own:
+        # in the one order of joining on every broker, the same consumers came last from all of
+        # them, and under AVG the last to join are the ones a join moves (a join at 1,000
+        # waited for them: p50 1.35 s, the leaves, which move the first ones, 0.70 s).
+        random.shuffle(targets)
         for channel in targets:
             base = channel.notified_versions.get(group, 0)
             event = events.get(base)
