@@ -346,6 +346,37 @@ async def test_members_are_not_taken_as_allocated_by_while_a_pass_runs_or_after_
     assert not impl.allocated_by(["a"])
 
 
+async def test_the_members_of_the_pass_running_now_need_no_other_pass() -> None:
+    """The other brokers' notifications of one change, read while the first one's pass awaits
+    its brokers: that pass allocates by their members, so none of them wakes another."""
+    import asyncio
+
+    class SlowMode(Mode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.go = asyncio.Event()
+
+        async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+            await self.go.wait()  # the offset queries: the network
+            return [0 for _ in mqs]
+
+    members = Members("a", answer=["a"])
+    mode = SlowMode()
+    impl = rebalance(members, mode)
+    running = asyncio.create_task(impl.do_rebalance(False))
+    await asyncio.sleep(0.01)
+    assert impl.assigned_queues() == set()  # the pass awaits its queries
+    assert impl.allocated_by(["a"])  # it allocates by these: no other pass needed
+    assert not impl.allocated_by(["a", "b"])  # other members: a pass is needed
+    impl.topic_subscribe_info_table[T] = set(QUEUES)  # the route was fetched again
+    assert not impl.allocated_by(["a"])  # the running pass used the old one
+    mode.go.set()
+    assert await running
+    assert impl.allocated_by(["a"]) is False  # a route newer than the pass's
+    assert await impl.do_rebalance(False)
+    assert impl.allocated_by(["a"])
+
+
 async def test_a_notification_of_the_members_the_last_pass_used_wakes_no_pass() -> None:
     """Each broker notifies the same change: the second to fourth notifications carry the
     members the first one's pass already allocated by."""
