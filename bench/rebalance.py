@@ -506,7 +506,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             assert holdings.settled_at is not None
             times[kind].append(holdings.settled_at - t0)
             if case.times_csv is not None:
-                _write_time(case, i, kind, cid, holdings, t0, replied)
+                _write_time(case, i, kind, cid, holdings, t0, replied, t0 - t_start - start_s)
         cpu1 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
         changes = max(1, case.changes)
         cpu_per_change = ((cpu1[0] - cpu0[0]) / changes, (cpu1[1] - cpu0[1]) / changes)
@@ -567,14 +567,24 @@ TIMES_FIELDS = [
     "reply_ms",
     "settled_by",
     "settled_by_event",
+    "after_start_s",
 ]
 
 
 def _write_time(
-    case: Case, i: int, kind: str, cid: str, holdings: Holdings, t0: float, replied: float
+    case: Case,
+    i: int,
+    kind: str,
+    cid: str,
+    holdings: Holdings,
+    t0: float,
+    replied: float,
+    after_start: float,
 ) -> None:
     """One row of ``--times``: the change, its time, for a join when the joiner's ``start()``
-    returned (a leave's stop is not waited for: 0) and the event that settled it."""
+    returned (a leave's stop is not waited for: 0), the event that settled it, and when it
+    was issued, in seconds after the start settled (the group's timers, the periodic pass and
+    the pulls' 15 s long polls, began together then)."""
     assert case.times_csv is not None and holdings.settled_at is not None
     by_cid, mark, key = holdings.settled_by or ("", "", "")
     values = [
@@ -589,6 +599,7 @@ def _write_time(
         f"{replied * 1000:.1f}",
         by_cid,
         f"{'added' if mark == '+' else 'dropped'} {key}" if mark else "",
+        f"{after_start:.1f}",
     ]
     append_csv(case.times_csv, [dict(zip(TIMES_FIELDS, values, strict=True))], TIMES_FIELDS)
 
