@@ -217,6 +217,8 @@ class Holdings:
     last_event: tuple[str, str, str] | None = None
     last_event_at: float = 0.0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # With --times: when each consumer first read a notification since the last expect().
+    notified: dict[str, float] = field(default_factory=dict)
 
     def _check(self, key: str) -> None:
         if self.holders[key] == {self.expected.get(key)}:
@@ -226,6 +228,7 @@ class Holdings:
 
     def expect(self, expected: dict[str, str], now: float) -> None:
         self.expected = expected
+        self.notified = {}
         self.wrong = set()
         for key in self.holders:
             self._check(key)
@@ -233,6 +236,19 @@ class Holdings:
         self.settled_at = None if self.wrong else max(self.last_event_at, now)
         self.settled_by = None if self.wrong else self.last_event
         self.changed.set()
+
+    def notified_at(self, t: float, client_id: str) -> None:
+        """A consumer read a notification (a worker's ``N`` line): its first since the change."""
+        self.notified.setdefault(client_id, t)
+
+    def fan_out(self, members: list[str], t0: float) -> tuple[str, str]:
+        """(ms from ``t0`` to the first notification read, ms until every member had read
+        one); empty where no member, or not every one, read one."""
+        times = [self.notified[c] for c in members if c in self.notified]
+        if not times:
+            return "", ""
+        first = f"{(min(times) - t0) * 1000:.1f}"
+        return first, f"{(max(times) - t0) * 1000:.1f}" if len(times) == len(members) else ""
 
     def forget(self, client_id: str) -> None:
         """A killed consumer holds nothing any more (it records no queue_dropped)."""
@@ -302,6 +318,7 @@ class WorkerProcess:
         stderr: Path,
         stats: float = 0.0,
         stats_name: str = "",
+        notified: bool = False,
     ) -> WorkerProcess:
         with stderr.open("ab") as err:
             proc = await asyncio.create_subprocess_exec(
@@ -322,6 +339,7 @@ class WorkerProcess:
                 "--handoff",
                 handoff,
                 *(["--stats", str(stats), "--stats-name", str(stats_name)] if stats else []),
+                *(["--notified"] if notified else []),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=err,
@@ -335,6 +353,8 @@ class WorkerProcess:
             kind, *rest = line.decode().split()
             if kind == "E":
                 self.holdings.event(float(rest[0]), rest[1], rest[2], rest[3])
+            elif kind == "N":
+                self.holdings.notified_at(float(rest[0]), rest[1])
             elif kind == "S":
                 self.started[rest[0]] = (rest[1], float(rest[2]))
                 self.arrived.set()
@@ -453,6 +473,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             tmp / "workers.stderr",
             case.worker_stats,
             f"w{len(spawned)}",
+            notified=case.times_csv is not None,
         )
 
     workers = [await spawn() for _ in range(workers_n)]
@@ -506,7 +527,9 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             assert holdings.settled_at is not None
             times[kind].append(holdings.settled_at - t0)
             if case.times_csv is not None:
-                _write_time(case, i, kind, cid, holdings, t0, replied, t0 - t_start - start_s)
+                fan_out = holdings.fan_out([m[1] for m in members], t0)
+                after_start = t0 - t_start - start_s
+                _write_time(case, i, kind, cid, holdings, t0, replied, after_start, fan_out)
         cpu1 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
         changes = max(1, case.changes)
         cpu_per_change = ((cpu1[0] - cpu0[0]) / changes, (cpu1[1] - cpu0[1]) / changes)
@@ -568,6 +591,8 @@ TIMES_FIELDS = [
     "settled_by",
     "settled_by_event",
     "after_start_s",
+    "first_notified_ms",
+    "all_notified_ms",
 ]
 
 
@@ -580,11 +605,13 @@ def _write_time(
     t0: float,
     replied: float,
     after_start: float,
+    fan_out: tuple[str, str],
 ) -> None:
     """One row of ``--times``: the change, its time, for a join when the joiner's ``start()``
     returned (a leave's stop is not waited for: 0), the event that settled it, and when it
     was issued, in seconds after the start settled (the group's timers, the periodic pass and
-    the pulls' 15 s long polls, began together then)."""
+    the pulls' 15 s long polls, began together then), and the notifications' fan-out: from
+    the command to the first member's reading one, and to the last member's."""
     assert case.times_csv is not None and holdings.settled_at is not None
     by_cid, mark, key = holdings.settled_by or ("", "", "")
     values = [
@@ -600,6 +627,7 @@ def _write_time(
         by_cid,
         f"{'added' if mark == '+' else 'dropped'} {key}" if mark else "",
         f"{after_start:.1f}",
+        *fan_out,
     ]
     append_csv(case.times_csv, [dict(zip(TIMES_FIELDS, values, strict=True))], TIMES_FIELDS)
 
@@ -845,7 +873,8 @@ def main(argv: list[str] | None = None) -> int:
         "--times",
         type=Path,
         help="append every change to this CSV: its time, when a joiner's start() returned, "
-        "and the queue event that settled it (and whose)",
+        "the queue event that settled it (and whose), when it came after the start, and when "
+        "the first and the last member read a notification (the workers then report each one)",
     )
     parser.add_argument("--plot", type=Path, help="draw the CSV's figures into this PNG")
     parser.add_argument("--plot-only", action="store_true", help="only draw --csv into --plot")

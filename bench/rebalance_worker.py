@@ -12,6 +12,7 @@ controller drives it over stdin and reads what happens from stdout, one line eac
 - out ``E T CLIENT_ID + QUEUE`` / ``E T CLIENT_ID - QUEUE``: the protocol trace's queue_added
   and queue_dropped, as they are recorded (``T`` is wall-clock seconds, shared by the processes
   of one machine; ``QUEUE`` is ``broker:queue_id`` of the one topic)
+- with ``--notified``, out ``N T CLIENT_ID``: a consumer read a NOTIFY_CONSUMER_IDS_CHANGED
 - with ``--stats S``, every S seconds a line on stderr: notifications received, rebalance
   passes that made an allocation, and how many distinct memberships those used (each one an
   allocation this process computes)
@@ -76,6 +77,8 @@ class Worker:
         event = rec["event"]
         if event == "notify_received":
             self.notified += 1
+            if self.args.notified:
+                self.write(f"N {time.time():.4f} {rec['client_id']}")
         elif event == "rebalance_result":
             self.passes += 1
             self.memberships.add(hash(tuple(rec["cid_all"])))
@@ -212,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="AVG")
     parser.add_argument("--handoff", default="classic", choices=["classic", "fenced"])
     parser.add_argument("--stats", type=float, default=0.0, help="seconds between stats lines")
+    parser.add_argument(
+        "--notified",
+        action="store_true",
+        help="a line for every notification read (N time client-id): the fan-out's timeline",
+    )
     parser.add_argument("--stats-name", default="", help="this worker's name in them")
     args = parser.parse_args(argv)
     from aiorocketmq.logs import configure_logging

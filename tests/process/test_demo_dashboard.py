@@ -46,7 +46,14 @@ async def test_the_demo_with_its_dashboard_until_ctrl_c() -> None:
         holders = {bar["holder"].split("@")[1] for row in timeline["rows"] for bar in row["bars"]}
         assert holders == {"A", "B", "C"}
         proc.send_signal(signal.SIGINT)
-        assert await asyncio.wait_for(proc.wait(), 30) in (0, 130)
+        try:
+            code = await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            assert proc.stderr is not None
+            err = (await proc.stderr.read()).decode()
+            raise AssertionError(f"no exit 30 s after Ctrl-C; its stderr:\n{err[-6000:]}") from None
+        assert code in (0, 130)
     finally:
         if proc.returncode is None:
             proc.kill()
