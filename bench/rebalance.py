@@ -217,7 +217,9 @@ class Holdings:
     last_event: tuple[str, str, str] | None = None
     last_event_at: float = 0.0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-    # With --times: when each consumer first read a notification since the last expect().
+    # With --times: when each consumer first read a notification since the change's command
+    # (cleared then: a join's expect() comes after its start() returned, later than the
+    # notifications its heartbeats caused).
     notified: dict[str, float] = field(default_factory=dict)
 
     def _check(self, key: str) -> None:
@@ -228,7 +230,6 @@ class Holdings:
 
     def expect(self, expected: dict[str, str], now: float) -> None:
         self.expected = expected
-        self.notified = {}
         self.wrong = set()
         for key in self.holders:
             self._check(key)
@@ -505,6 +506,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
         for i in range(case.changes):
             kind = "join" if i % 2 == 0 else "leave"
+            holdings.notified = {}
             if kind == "join":
                 name, w = f"j{i:04d}", workers[i % workers_n]
                 t0 = time.time()
