@@ -11,10 +11,18 @@ import asyncio
 import ctypes
 import gc
 import platform
+import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["GC_THRESHOLDS", "KEEP_FREED_BELOW", "run", "tune_allocator", "tune_gc"]
+__all__ = [
+    "GC_THRESHOLDS",
+    "KEEP_FREED_BELOW",
+    "run",
+    "stop_on_signals",
+    "tune_allocator",
+    "tune_gc",
+]
 
 T = TypeVar("T")
 
@@ -89,3 +97,14 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     except ImportError:
         return asyncio.run(main)
     return uvloop.run(main)
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM, handled on the running loop: a command that runs
+    until Ctrl-C stops with it even when started with SIGINT ignored (a shell starts its
+    background jobs so, and Python then raises no KeyboardInterrupt)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop

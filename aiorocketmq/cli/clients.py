@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from aiorocketmq.consumer.allocate import strategy_by_name
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash
+from aiorocketmq.runtime import stop_on_signals
 from aiorocketmq.trace import tracer
 
 __all__ = ["add_consume_parser", "add_produce_parser", "consume_main", "produce_main"]
@@ -109,14 +109,6 @@ def add_produce_parser(sub: Any) -> None:
     p.add_argument("--prefix", default="msg", help="body prefix (bodies are JSON: prefix, seq, ts)")
 
 
-def _stop_event() -> asyncio.Event:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
-
-
 async def consume_main(args: argparse.Namespace) -> int:
     # say so now, not by retrying silently forever
     await check_namesrv(args.namesrv_addr, wait=args.namesrv_wait)
@@ -140,7 +132,7 @@ async def consume_main(args: argparse.Namespace) -> int:
         client_config=ClientConfig(rebalance_wait_interval_ms=args.rebalance_interval_ms),
     )
     consumer.subscribe(args.topic, args.expression)
-    stop = _stop_event()
+    stop = stop_on_signals()
 
     def show(msgs: list[MessageExt]) -> None:
         progress.add(len(msgs))
@@ -213,7 +205,7 @@ async def consume_main(args: argparse.Namespace) -> int:
 
 async def produce_main(args: argparse.Namespace) -> int:
     await check_namesrv(args.namesrv_addr, wait=args.namesrv_wait)
-    stop = _stop_event()
+    stop = stop_on_signals()
     sent = 0
     started = time.monotonic()
     progress = Progress("sent")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from aiorocketmq.cli.common import (
     default_namesrv_addr,
     namesrv_addr_type,
 )
+from aiorocketmq.runtime import stop_on_signals
 
 __all__ = ["add_dashboard_parser", "dashboard_main"]
 
@@ -56,10 +55,7 @@ async def dashboard_main(args: argparse.Namespace) -> int:
     print(
         f"dashboard of {args.namesrv_addr} at {url} (Ctrl-C to stop)", file=sys.stderr, flush=True
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         await stop.wait()
     finally:

@@ -28,9 +28,13 @@ from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.runtime import stop_on_signals
 from aiorocketmq.trace import tracer
 
 __all__ = ["run_demo"]
+
+INTERRUPTED = 130
+"""The exit status of a demo stopped before its story ended (a shell's for SIGINT)."""
 
 TOPIC = "DemoTopic"
 GROUP = "demo_group"
@@ -181,13 +185,22 @@ async def run_demo(out: TextIO, *, step_s: float = 4.0, dashboard: str | None = 
                     "to watch this in a browser: make run DEMO_ARGS=--dashboard "
                     "(aiorocketmq demo --dashboard)"
                 )
+            stop = stop_on_signals()  # Ctrl-C or SIGTERM: the story ends, the cluster stops
+            story = asyncio.ensure_future(_story(cluster, narrator, out, step_s))
+            stopped = asyncio.ensure_future(stop.wait())
             try:
-                code = await _story(cluster, narrator, out, step_s)
+                await asyncio.wait([story, stopped], return_when=asyncio.FIRST_COMPLETED)
+                if not story.done():
+                    story.cancel()
+                    await asyncio.gather(story, return_exceptions=True)
+                    return INTERRUPTED
+                code = story.result()
                 if board is not None:
                     print(f"\nthe dashboard stays up at {board.url} (Ctrl-C to stop)", file=out)
                     out.flush()
-                    await asyncio.Event().wait()
+                    await stopped
             finally:
+                stopped.cancel()
                 if board is not None:
                     await board.stop()
     return code

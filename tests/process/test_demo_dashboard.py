@@ -15,9 +15,12 @@ from tests.helpers import BIN, free_port
 
 async def test_the_demo_with_its_dashboard_until_ctrl_c() -> None:
     listen = f"127.0.0.1:{free_port()}"
+    # Started with SIGINT ignored, as a non-interactive shell starts a background job (Python
+    # then raises no KeyboardInterrupt): Ctrl-C must stop it all the same.
     proc = await asyncio.create_subprocess_exec(
         str(BIN / "aiorocketmq"), "demo", "--step", "0.5", "--dashboard", listen,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip
     assert proc.stdout is not None
     lines: list[str] = []
