@@ -221,6 +221,7 @@ class Holdings:
     # (cleared then: a join's expect() comes after its start() returned, later than the
     # notifications its heartbeats caused).
     notified: dict[str, float] = field(default_factory=dict)
+    notified_since: float = 0.0
 
     def _check(self, key: str) -> None:
         if self.holders[key] == {self.expected.get(key)}:
@@ -239,8 +240,10 @@ class Holdings:
         self.changed.set()
 
     def notified_at(self, t: float, client_id: str) -> None:
-        """A consumer read a notification (a worker's ``N`` line): its first since the change."""
-        self.notified.setdefault(client_id, t)
+        """A consumer read a notification (a worker's ``N`` line): its first since the change's
+        command (a line of the change before, read late, is not counted)."""
+        if t >= self.notified_since:
+            self.notified.setdefault(client_id, t)
 
     def fan_out(self, members: list[str], t0: float) -> tuple[str, str]:
         """(ms from ``t0`` to the first notification read, ms until every member had read
@@ -506,7 +509,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
         for i in range(case.changes):
             kind = "join" if i % 2 == 0 else "leave"
-            holdings.notified = {}
+            holdings.notified, holdings.notified_since = {}, time.time()
             if kind == "join":
                 name, w = f"j{i:04d}", workers[i % workers_n]
                 t0 = time.time()
