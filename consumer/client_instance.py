@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, ClassVar, Protocol
 
 from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
@@ -80,6 +80,8 @@ class MQClientInstance:
         self._side_tasks: set[asyncio.Task[None]] = set()
         self.topic_route_table: dict[str, common_pb2.TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}
+        # The channel id each broker last acknowledged a heartbeat on.
+        self._heartbeat_landed: dict[str, str] = {}
         self.channels: dict[str, BrokerChannel] = {}
         self.rebalance_service = RebalanceService(
             self.do_rebalance,
@@ -555,7 +557,22 @@ class MQClientInstance:
         except MQError as e:
             log.warning("send heart beat to broker failed", addr=addr, error=str(e))
             return False
+        self._heartbeat_landed[addr] = channel_id
         return True
+
+    def heartbeat_missing(self, broker_names: Iterable[str]) -> bool:
+        """Whether one of these brokers has had no heartbeat from us on its current channel
+        (a broker new in the routes, whose channel opened for a pull or a grant): it lists
+        none of our consumers, and answers their pulls SUBSCRIPTION_NOT_EXIST."""
+        for name in broker_names:
+            addr = self.find_broker_addr(name)
+            if addr is None:
+                continue
+            channel = self.channels.get(addr)
+            landed = self._heartbeat_landed.get(addr)
+            if channel is None or channel.channel_id is None or landed != channel.channel_id:
+                return True
+        return False
 
     async def send_heartbeat_to_all_broker(self) -> bool:
         """HEART_BEAT to every broker of the routes at once; True if there was any broker.

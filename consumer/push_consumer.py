@@ -520,7 +520,9 @@ class PushConsumerImpl(ConsumerCore):
                 self.pull_threshold_for_queue = max(1, s.pull_threshold_for_topic // n)
             if s.pull_threshold_size_for_topic != -1:
                 self.pull_threshold_size_for_queue = max(1, s.pull_threshold_size_for_topic // n)
-        if renew:
+        if renew or self.client.heartbeat_missing({mq.broker_name for mq in mq_divided}):
+            # Ours without ``renew``: only when a broker of our queues has had no heartbeat on
+            # its channel (one new in the routes): its pulls would fail until the 30 s one.
             await self.client.send_heartbeat_to_all_broker()
         listener = s.message_queue_listener
         if listener is not None and not is_retry_topic(topic):

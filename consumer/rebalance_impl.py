@@ -124,6 +124,7 @@ class RebalanceImpl:
         # The members (sorted) of the last pass, when it ended balanced; else None.
         self.last_members: list[str] | None = None
         self._passing = False  # a pass is running (between do_rebalance's start and end)
+        self._pass_topics: frozenset[str] = frozenset()  # the topics of the last or running pass
         self._sorted_mq_all: dict[str, tuple[set[MessageQueue], list[MessageQueue]]] = {}
         self._bad_members_logged = False
         # One table update at a time (the periodic rebalance and a QueueReleased may overlap).
@@ -138,9 +139,11 @@ class RebalanceImpl:
         self._cid_cache = {}
         self.last_members = None  # until this pass ends: its members are not applied yet
         self._passing = True
+        topics = list(self.subscription_inner)
+        self._pass_topics = frozenset(topics)
         try:
             await self.mode.before_rebalance()
-            for topic in list(self.subscription_inner):
+            for topic in topics:
                 try:
                     if not await self.rebalance_by_topic(topic, is_order):
                         balanced = False
@@ -171,6 +174,8 @@ class RebalanceImpl:
                 return False
         elif self.last_members is None or self.last_members != members:
             return False
+        if self._pass_topics != frozenset(self.subscription_inner):
+            return False  # a topic subscribed (or dropped) since that pass began
         for topic in self.subscription_inner:  # a route changed since: the pass must see it
             used = self._sorted_mq_all.get(topic)
             if used is not None and used[0] is not self.topic_subscribe_info_table.get(topic):

@@ -47,3 +47,24 @@ async def test_a_caller_waits_for_two_rounds_at_most_and_later_calls_still_get_t
         assert len(rounds) == settled  # and stop once nobody asks
     finally:
         await client.shutdown()
+
+
+class _Channel:
+    def __init__(self, channel_id: str | None) -> None:
+        self.channel_id = channel_id
+
+
+def test_a_broker_without_a_heartbeat_on_its_current_channel_is_found() -> None:
+    """A rebalance that changed the queues heartbeats only when one of their brokers has had
+    none on its channel (a broker new in the routes): this is how it tells."""
+    client = MQClientInstance("127.0.0.1@hb", "127.0.0.1:1")
+    client.broker_addr_table = {"broker-a": {0: "127.0.0.1:2"}, "broker-b": {0: "127.0.0.1:3"}}
+    assert client.heartbeat_missing(["broker-a"])  # no channel yet
+    client.channels["127.0.0.1:2"] = _Channel("ch-1")  # type: ignore[assignment]
+    assert client.heartbeat_missing(["broker-a"])  # a channel, opened for a pull: no heartbeat
+    client._heartbeat_landed["127.0.0.1:2"] = "ch-1"
+    assert not client.heartbeat_missing(["broker-a"])
+    assert client.heartbeat_missing(["broker-a", "broker-b"])
+    client.channels["127.0.0.1:2"] = _Channel("ch-2")  # type: ignore[assignment]
+    assert client.heartbeat_missing(["broker-a"])  # reopened: the old channel's does not count
+    assert not client.heartbeat_missing(["broker-unknown"])  # no address: nothing to send to

@@ -375,6 +375,9 @@ async def test_the_members_of_the_pass_running_now_need_no_other_pass() -> None:
     assert impl.allocated_by(["a"]) is False  # a route newer than the pass's
     assert await impl.do_rebalance(False)
     assert impl.allocated_by(["a"])
+    # A topic subscribed since (the running pass, or the last, did not allocate it).
+    impl.subscription_inner["U"] = ("*", 1)
+    assert not impl.allocated_by(["a"])
 
 
 async def test_a_notification_of_the_members_the_last_pass_used_wakes_no_pass() -> None:
