@@ -158,7 +158,26 @@ def _consumer(cluster: LocalCluster, name: str) -> PushConsumer:
 async def run_demo(out: TextIO, *, step_s: float = 4.0, dashboard: str | None = None) -> int:
     """Run the scripted join/leave story; 0 when every message was consumed. With
     ``dashboard`` (``host:port``), the web dashboard watches it, and stays up (with the
-    cluster) after the story until Ctrl-C."""
+    cluster) after the story until Ctrl-C.
+
+    Ctrl-C or SIGTERM at any point ends it (``INTERRUPTED``): the story is cancelled, its
+    consumers leave, the cluster stops."""
+    stop = stop_on_signals()
+    body = asyncio.ensure_future(_run(out, step_s, dashboard, stop))
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([body, stopped], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        interrupted = not body.done()
+        if interrupted:
+            body.cancel()
+            await asyncio.gather(body, return_exceptions=True)
+    return INTERRUPTED if interrupted else body.result()
+
+
+async def _run(out: TextIO, step_s: float, dashboard: str | None, stop: asyncio.Event) -> int:
+    """``run_demo``'s body: the cluster, the dashboard, the story, the dashboard staying up."""
     narrator = Narrator(out)
     with tempfile.TemporaryDirectory(prefix="aiorocketmq-demo-") as tmp:
         async with LocalCluster(
@@ -185,22 +204,13 @@ async def run_demo(out: TextIO, *, step_s: float = 4.0, dashboard: str | None = 
                     "to watch this in a browser: make run DEMO_ARGS=--dashboard "
                     "(aiorocketmq demo --dashboard)"
                 )
-            stop = stop_on_signals()  # Ctrl-C or SIGTERM: the story ends, the cluster stops
-            story = asyncio.ensure_future(_story(cluster, narrator, out, step_s))
-            stopped = asyncio.ensure_future(stop.wait())
             try:
-                await asyncio.wait([story, stopped], return_when=asyncio.FIRST_COMPLETED)
-                if not story.done():
-                    story.cancel()
-                    await asyncio.gather(story, return_exceptions=True)
-                    return INTERRUPTED
-                code = story.result()
+                code = await _story(cluster, narrator, out, step_s)
                 if board is not None:
                     print(f"\nthe dashboard stays up at {board.url} (Ctrl-C to stop)", file=out)
                     out.flush()
-                    await stopped
+                    await stop.wait()  # run_demo cancels this body then
             finally:
-                stopped.cancel()
                 if board is not None:
                     await board.stop()
     return code
@@ -223,22 +233,12 @@ async def _story(cluster: LocalCluster, narrator: Narrator, out: TextIO, step_s:
     try:
         async with Producer("demo_producer", cluster.namesrv_addr) as producer:
             task = asyncio.create_task(produce(producer))
-            for action, name in (
-                ("join", "A"),
-                ("join", "B"),
-                ("join", "C"),
-                ("leave", "B"),
-                ("leave", "A"),
-            ):
-                narrator.say(
-                    f"== consumer {name} {'joins' if action == 'join' else 'leaves gracefully'} =="
-                )
-                if action == "join":
-                    consumers[name] = _consumer(cluster, name)
-                    await consumers[name].start()
-                else:
-                    await consumers.pop(name).shutdown()
-                await asyncio.sleep(step_s)
+            try:
+                await _scenario(cluster, narrator, consumers, step_s)
+            except BaseException:  # interrupted: the sender stops before its producer closes
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise
             stop.set()
             await task
             await narrator.wait_consumed(sent, timeout_s=10)
@@ -248,6 +248,26 @@ async def _story(cluster: LocalCluster, narrator: Narrator, out: TextIO, step_s:
         tracer.unsubscribe(narrator)
     _summary(narrator, sent, out)
     return 0 if len(narrator.consumed) >= sent else 1
+
+
+async def _scenario(
+    cluster: LocalCluster, narrator: Narrator, consumers: dict[str, PushConsumer], step_s: float
+) -> None:
+    """A, B and C join, B and A leave, ``step_s`` apart."""
+    for action, name in (
+        ("join", "A"),
+        ("join", "B"),
+        ("join", "C"),
+        ("leave", "B"),
+        ("leave", "A"),
+    ):
+        narrator.say(f"== consumer {name} {'joins' if action == 'join' else 'leaves gracefully'} ==")
+        if action == "join":
+            consumers[name] = _consumer(cluster, name)
+            await consumers[name].start()
+        else:
+            await consumers.pop(name).shutdown()
+        await asyncio.sleep(step_s)
 
 
 def _summary(narrator: Narrator, sent: int, out: TextIO) -> None:
