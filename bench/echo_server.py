@@ -14,8 +14,6 @@ module is a helper of ``bench.throughput``, not a benchmark of its own.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -23,7 +21,7 @@ import grpc
 
 from aiorocketmq.protocol.rpc import new_server
 from aiorocketmq.protocol.v1 import broker_pb2
-from aiorocketmq.runtime import run
+from aiorocketmq.runtime import run, stop_on_signals
 
 __all__ = ["ECHO_METHOD", "ECHO_SEND_METHOD", "ECHO_SERVICE", "main", "serve"]
 
@@ -58,10 +56,7 @@ def _handler() -> grpc.GenericRpcHandler:
 
 async def serve(listen: str) -> None:
     """Serve the echo method on ``listen`` until SIGINT or SIGTERM."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     server = new_server()
     server.add_generic_rpc_handlers((_handler(),))
     if server.add_insecure_port(listen) == 0:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from pathlib import Path
 
 from aiorocketmq.broker.broker_controller import BrokerController
 from aiorocketmq.broker.config import load_settings
 from aiorocketmq.logs import configure_logging, get_logger
-from aiorocketmq.runtime import run
+from aiorocketmq.runtime import run, stop_on_signals
 from aiorocketmq.trace import tracer
 
 __all__ = ["main"]
@@ -55,10 +53,7 @@ async def serve(args: argparse.Namespace) -> int:
         broker_name=args.broker_name,
         broker_cluster_name=args.cluster,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     broker = BrokerController(broker_config, store_config)
     await broker.start()
     remoting = f" remoting={broker.remoting_address}" if broker.remoting_address else ""
