@@ -239,6 +239,10 @@ class Holdings:
         self.settled_by = None if self.wrong else self.last_event
         self.changed.set()
 
+    def issued(self, t0: float) -> None:
+        """A change's command goes out at ``t0``: its notification reads are counted from now."""
+        self.notified, self.notified_since = {}, t0
+
     def notified_at(self, t: float, client_id: str) -> None:
         """A consumer read a notification (a worker's ``N`` line): its first since the change's
         command (a line of the change before, read late, is not counted)."""
@@ -509,16 +513,15 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
         for i in range(case.changes):
             kind = "join" if i % 2 == 0 else "leave"
-            holdings.notified, holdings.notified_since = {}, time.time()
+            t0 = time.time()
+            holdings.issued(t0)
             if kind == "join":
                 name, w = f"j{i:04d}", workers[i % workers_n]
-                t0 = time.time()
                 w.send(f"start {name}")
                 cid = await w.client_id(name, 60)
                 members.append((name, cid, w))
             else:
                 name, cid, w = members.pop(0)
-                t0 = time.time()
                 w.send(f"stop {name}")
             replied = time.time() - t0
             holdings.expect(
