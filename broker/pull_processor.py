@@ -7,6 +7,11 @@ older than the pull's ``sub_version``); in the fenced handoff, the epoch. Then t
 commit offset is applied (first arrival only), the store is read, and an empty answer is held
 by the ``PullRequestHoldService`` until a message arrives or the suspend timeout passes.
 
+Ours, off unless asked (Kafka's ``fetch.min.bytes`` / ``fetch.max.wait.ms``, in messages): a
+pull with ``min_msg_nums`` and ``max_wait_millis`` that finds fewer than ``min_msg_nums``
+entries after its offset, but some, waits up to ``max_wait_millis`` more for the rest, so a
+consumer that keeps up with its producers takes its messages in fewer, fuller answers.
+
 With ``raw_records`` the answer is the found records as stored, back to back in ``records``
 (RocketMQ's pull body), which the client decodes with ``aiorocketmq.protocol.record.decode_records``: the
 broker builds no object per message. Otherwise each message is decoded into ``messages``.
@@ -169,13 +174,31 @@ class PullMessageProcessor:
             raise InvalidArgument(
                 f"suspend_timeout_millis must be >= 0, got {request.suspend_timeout_millis}"
             )
+        if request.min_msg_nums < 0 or request.max_wait_millis < 0:
+            raise InvalidArgument(
+                f"min_msg_nums and max_wait_millis must be >= 0, got {request.min_msg_nums} "
+                f"and {request.max_wait_millis}"
+            )
+
+    def _max_nums(self, request: broker_pb2.PullMessageRequest) -> int:
+        return min(request.max_msg_nums or DEFAULT_PULL_BATCH_SIZE, self.config.max_pull_msg_nums)
+
+    def _lingers(self, request: broker_pb2.PullMessageRequest) -> int:
+        """How many queue entries after the pull's offset it waits for (its ``min_msg_nums``
+        capped at its batch), or 0: it asked to be answered at once, has its minimum, or has
+        nothing (woken by a release, not by a message)."""
+        if not request.suspend or request.max_wait_millis <= 0:
+            return 0
+        want = min(request.min_msg_nums, self._max_nums(request))
+        if want <= 1:
+            return 0
+        available = self.store.get_max_offset(request.topic, request.queue_id)
+        return want if 0 < available - request.queue_offset < want else 0
 
     def _read(
         self, request: broker_pb2.PullMessageRequest, expression: SubscriptionExpression
     ) -> tuple[int, GetMessageResult]:
-        max_nums = min(
-            request.max_msg_nums or DEFAULT_PULL_BATCH_SIZE, self.config.max_pull_msg_nums
-        )
+        max_nums = self._max_nums(request)
         result = self.store.get_messages(
             request.consumer_group,
             request.topic,
@@ -229,28 +252,37 @@ class PullMessageProcessor:
                 peer, request.consumer_group, request.topic, request.queue_id, request.commit_offset
             )
         status, result = self._read(request, expression)
+        filter_ = None if expression.matches_all else expression
+        held = woken = False
         if status == broker_pb2.NO_NEW_MSG and request.suspend:
+            held = True
             timeout_ms = (
                 (request.suspend_timeout_millis or DEFAULT_SUSPEND_TIMEOUT_MS)
                 if self.config.long_polling_enable
                 else self.config.short_polling_time_mills
             )
-            arrived = await self.hold.suspend(
-                request.topic,
-                request.queue_id,
-                request.queue_offset,
-                None if expression.matches_all else expression,
-                timeout_ms / 1000,
+            woken = await self.hold.suspend(
+                request.topic, request.queue_id, request.queue_offset, filter_, timeout_ms / 1000,
                 holder,
             )
+        if (woken or status == broker_pb2.FOUND) and (want := self._lingers(request)):
+            # Something is there but less than the pull's minimum: give the rest up to
+            # max_wait_millis to arrive (parked as if the minimum's last entry were the offset).
+            wait_ms = min(request.max_wait_millis, request.suspend_timeout_millis or 1 << 62)
+            await self.hold.suspend(
+                request.topic, request.queue_id, request.queue_offset + want - 1, filter_,
+                wait_ms / 1000, holder,
+            )
+            held = woken = True
+        if held:
             moved = self._moved_by_reset(request)  # a reset may have woken it
             if moved is not None:
                 return moved
-            if arrived:
-                if request.epoch:  # the queue may have moved while we waited
-                    mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
-                    self.fences.check_epoch(request.consumer_group, mq, request.epoch)
-                status, result = self._read(request, expression)
+        if woken:
+            if request.epoch:  # the queue may have moved while we waited
+                mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
+                self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+            status, result = self._read(request, expression)
         self.pull_offset_table[(request.consumer_group, request.topic, request.queue_id)] = (
             result.next_begin_offset
         )

@@ -852,6 +852,8 @@ class LitePullConsumerImpl(ConsumerCore):
                     timeout_ms=self.settings.consumer_pull_timeout_ms,
                     has_subscription=has_subscription,
                     epoch=self.rebalance_impl.epochs.get(mq, 0) if self.rebalance_impl else 0,
+                    min_nums=self.settings.pull_min_batch_size,
+                    max_wait_ms=self.settings.pull_max_wait_ms,
                 )
             except QueueFenced as e:
                 if not pq.dropped:

@@ -66,12 +66,15 @@ class PullAPIWrapper:
         commit_offset: int = 0,
         has_subscription: bool = False,
         epoch: int = 0,
+        min_nums: int = 1,
+        max_wait_ms: int = 0,
     ) -> PullResult:
         """One PULL_MESSAGE of ``mq`` from ``offset``; raises the call's ``MQError``.
 
         ``commit_offset`` > 0 piggybacks an offset commit (the COMMIT_OFFSET flag);
         ``has_subscription`` sends ``expression`` with the pull (assigned queues) instead of
-        relying on the heartbeat's subscription.
+        relying on the heartbeat's subscription. ``min_nums`` > 1 lets the broker wait up to
+        ``max_wait_ms`` for that many messages once one is there.
         """
         request = broker_pb2.PullMessageRequest(
             consumer_group=self.consumer_group,
@@ -90,6 +93,8 @@ class PullAPIWrapper:
             epoch=epoch,
             client_id=self.client_id,
             raw_records=True,
+            min_msg_nums=min_nums,
+            max_wait_millis=max_wait_ms,
         )
         response = await self.client.invoke_broker(
             mq.broker_name, "PullMessage", request, timeout=timeout_ms / 1000

@@ -593,6 +593,8 @@ class PushConsumerImpl(ConsumerCore):
                 timeout_ms=s.consumer_pull_timeout_ms,
                 commit_offset=commit_offset,
                 epoch=request.epoch,
+                min_nums=s.pull_min_batch_size,
+                max_wait_ms=s.pull_max_wait_ms,
             )
         except QueueFenced as e:
             if not pq.dropped:  # else a pull of a queue we already gave away: nothing to do

@@ -100,6 +100,13 @@ class ConsumerSettings:
     #: MiB of message bodies cached per queue before pulling pauses (1..1024).
     #: RocketMQ: ``pullThresholdSizeForQueue``. Default 100.
     pull_threshold_size_for_queue: int = 100
+    #: Fewest messages a pull waits for, once the queue has one, before the broker answers
+    #: (1..1024, capped at ``pull_batch_size``): fewer, fuller answers when the consumer keeps
+    #: up. Not in RocketMQ (Kafka: ``fetch.min.bytes``, in messages). Default 1: at once.
+    pull_min_batch_size: int = 1
+    #: The longest a pull waits for ``pull_min_batch_size`` after its first message is there
+    #: (ms): the latency it may add. Not in RocketMQ (Kafka: ``fetch.max.wait.ms``). Default 5.
+    pull_max_wait_ms: int = 5
     #: How long the broker may hold a pull with nothing to answer (ms).
     #: RocketMQ: ``brokerSuspendMaxTimeMillis``. Default 15000 (push), 20000 (lite pull).
     broker_suspend_max_time_ms: int = 15_000
@@ -126,6 +133,8 @@ class ConsumerSettings:
         """``(name, value, low, high)`` of each bounded option: ``checkConfig``'s ranges."""
         return [
             ("pull_batch_size", self.pull_batch_size, 1, 1024),
+            ("pull_min_batch_size", self.pull_min_batch_size, 1, 1024),
+            ("pull_max_wait_ms", self.pull_max_wait_ms, 0, INT_MAX),
             ("pull_threshold_for_queue", self.pull_threshold_for_queue, 1, 65535),
             ("pull_threshold_size_for_queue", self.pull_threshold_size_for_queue, 1, 1024),
             (

@@ -138,6 +138,57 @@ async def test_long_poll_times_out_with_no_new_message(cluster: LocalCluster, st
     assert got.status == broker_pb2.NO_NEW_MSG and got.next_begin_offset == 0
 
 
+async def test_a_pull_with_a_minimum_waits_for_it_once_a_message_is_there(
+    cluster: LocalCluster, stub: Any
+) -> None:
+    await cluster.create_topic("TMin", 4)
+    pull = asyncio.ensure_future(
+        stub.PullMessage(
+            pull_request(
+                "TMin", 0, 0, suspend=True, suspend_timeout_millis=20_000, min_msg_nums=3,
+                max_wait_millis=20_000,
+            ),
+            timeout=30,
+        )
+    )
+    await asyncio.sleep(0.05)
+    await stub.SendMessage(send_request("TMin", 0, [b"m0"]), timeout=3)
+    await stub.SendMessage(send_request("TMin", 0, [b"m1"]), timeout=3)
+    # Two of the three: the pull is still held (only a broker that answers early fails this).
+    await asyncio.sleep(0.3)
+    assert not pull.done()
+    await stub.SendMessage(send_request("TMin", 0, [b"m2", b"m3"]), timeout=3)
+    got = await asyncio.wait_for(pull, 10)
+    assert got.status == broker_pb2.FOUND
+    assert [m.body for m in got.messages] == [b"m0", b"m1", b"m2", b"m3"]
+
+    # Already enough there: answered at once, capped at the pull's batch.
+    got = await stub.PullMessage(
+        pull_request(
+            "TMin", 0, 0, suspend=True, max_msg_nums=2, min_msg_nums=500, max_wait_millis=20_000
+        ),
+        timeout=10,
+    )
+    assert [m.body for m in got.messages] == [b"m0", b"m1"]
+
+
+async def test_a_pull_with_a_minimum_is_answered_with_less_when_its_wait_passes(
+    cluster: LocalCluster, stub: Any
+) -> None:
+    await cluster.create_topic("TMinWait", 4)
+    await stub.SendMessage(send_request("TMinWait", 1, [b"only"]), timeout=3)
+    got = await stub.PullMessage(
+        pull_request("TMinWait", 1, 0, suspend=True, min_msg_nums=100, max_wait_millis=50),
+        timeout=10,
+    )
+    assert got.status == broker_pb2.FOUND and [m.body for m in got.messages] == [b"only"]
+    # Without suspend the minimum does not apply (as every other hold).
+    got = await stub.PullMessage(
+        pull_request("TMinWait", 1, 0, min_msg_nums=100, max_wait_millis=20_000), timeout=3
+    )
+    assert [m.body for m in got.messages] == [b"only"]
+
+
 async def test_tag_filtering(cluster: LocalCluster, stub: Any) -> None:
     await cluster.create_topic("T4", 4)
     await stub.SendMessage(send_request("T4", 0, [b"a1", b"a2"], tags="TagA"), timeout=3)
@@ -265,6 +316,10 @@ async def test_bad_input_gets_clear_statuses_and_the_broker_keeps_serving(
         stub.PullMessage(pull_request("Bad", 0, 0, max_msg_nums=-3), timeout=3)
     )
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "max_msg_nums" in details
+    code, details, _ = await _status(
+        stub.PullMessage(pull_request("Bad", 0, 0, min_msg_nums=-1), timeout=3)
+    )
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "min_msg_nums" in details
     code, details, _ = await _status(stub.PullMessage(pull_request("Bad", 7, 0), timeout=3))
     assert code == grpc.StatusCode.OUT_OF_RANGE and "queueId[7]" in details
     code, details, _ = await _status(stub.SendMessage(send_request("Bad", 0, [b""]), timeout=3))

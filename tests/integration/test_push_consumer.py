@@ -129,3 +129,24 @@ async def test_a_group_restarted_from_stored_offsets_does_not_reread(cluster: Lo
         finally:
             await c2.shutdown()
     assert not any(b in second.by_body for b in bodies)
+
+
+async def test_a_consumer_with_a_pull_minimum_gets_every_message_sent_one_by_one(
+    cluster: LocalCluster,
+) -> None:
+    """pull_min_batch_size reaches the broker with every pull; what never makes the minimum
+    still arrives once pull_max_wait_ms passes."""
+    received = Received()
+    c = new_consumer(
+        cluster, "minimum", TOPIC, "m1", received, pull_min_batch_size=10, pull_max_wait_ms=50
+    )
+    try:
+        await c.start()
+        await wait_until(lambda: settled([c]), timeout=15, message="the consumer settled")
+        bodies = [b"min%03d" % i for i in range(25)]
+        async with Producer("pg", cluster.namesrv_addr) as producer:
+            for b in bodies:
+                await producer.send(Message(TOPIC, b))
+        await wait_until(lambda: not received.missing(bodies), timeout=15, message="all consumed")
+    finally:
+        await c.shutdown()

@@ -85,6 +85,8 @@ def test_every_closed_set_takes_its_names_and_refuses_others_at_construction() -
     ("options", "message"),
     [
         ({"pull_batch_size": 0}, r"pull_batch_size out of range \[1, 1024\]: 0"),
+        ({"pull_min_batch_size": 0}, r"pull_min_batch_size out of range \[1, 1024\]: 0"),
+        ({"pull_max_wait_ms": -1}, r"pull_max_wait_ms out of range \[0, 2147483647\]: -1"),
         ({"consume_thread_max": 1001}, r"consume_thread_max out of range \[1, 1000\]: 1001"),
         (
             {"consumer_pull_timeout_ms": 1_000},
