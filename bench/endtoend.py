@@ -6,8 +6,12 @@ separate processes; this process is the client. Every row moves batches of ``--b
 of ``--body-size`` bytes with ``--senders`` producer tasks:
 
 - **echo**: the serialized send request of one batch through the echo server, answered as is:
-  what gRPC alone costs (the baseline of ``bench.throughput``);
-- **aiorocketmq**, a row per ``--pull-batch``: ``Producer.send_batch`` in every sender task of
+  what gRPC alone costs (the baseline of ``bench.throughput``), once before our rows and once
+  after them, the ratios taken to the mean of the two (a shared host drifts within minutes);
+- **aiorocketmq**, a row per ``--pull-batch`` and ``--pull-min`` (that fits it; a minimum above
+  one waits at most ``--pull-max-wait-ms``), each on a topic of its own (a new group reads a
+  topic from its start: a shared one would count the rows before):
+  ``Producer.send_batch`` in every sender task of
   this process while one ``PushConsumer`` in a process of its own (as a consumer application
   runs; its listener given up to ``--consume-batch`` messages per call, its
   ``pull_threshold_for_queue`` raised to four pulls) consumes the same topic. *Sustained*: as
@@ -29,7 +33,7 @@ of ``--body-size`` bytes with ``--senders`` producer tasks:
   server's limit, with no Python in the way (produce only).
 
 ``python -m bench.endtoend [--duration S] [--senders N] [--batch N] [--body-size B]
-[--pull-batch N] [--window N]``
+[--pull-batch N ...] [--pull-min N ...] [--pull-max-wait-ms MS] [--window N]``
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ class Run:
 
     name: str
     saturated: float = 0.0  # sustained: the backlog bounded by --window
+    pull_batch: int = 0  # the pulls (or Redis reads) of the row, when it has them
     open_loop: float | None = None  # the senders not waiting for the consumer
     paced_rate: float = 0.0
     latencies: list[float] = field(default_factory=list)
@@ -103,7 +108,7 @@ class Run:
 
     def row(self) -> str:
         cpu = ", ".join(f"{k} {v:.2f}" for k, v in self.cpu_us.items())
-        head = f"{self.name:<38} {self.saturated:>11,.0f}"
+        head = f"{self.name:<44} {self.saturated:>11,.0f}"
         if not self.latencies:
             return f"{head} {'':>10} {'':>10} {'':>8} {'':>7} {'':>7} {'':>7}  {cpu}"
         lat = self.latencies
@@ -267,7 +272,15 @@ async def _until_stopped(shared: Shared) -> None:
 
 
 def aiorocketmq_consumer(
-    ns_addr: str, group: str, pull_batch: int, consume_batch: int, shared: Shared, send: Any
+    ns_addr: str,
+    topic: str,
+    group: str,
+    pull_batch: int,
+    pull_min: int,
+    max_wait_ms: int,
+    consume_batch: int,
+    shared: Shared,
+    send: Any,
 ) -> None:
     """The consumer process of an aiorocketmq row: one ``PushConsumer``."""
 
@@ -280,12 +293,14 @@ def aiorocketmq_consumer(
             group,
             ns_addr,
             pull_batch_size=pull_batch,
+            pull_min_batch_size=pull_min,
+            pull_max_wait_ms=max_wait_ms,
             consume_message_batch_max_size=consume_batch,
             # Room for a few pulls per queue: at RocketMQ's 1,000 a pull of 1,024 trips the
             # flow control at once, and every next pull waits 50 ms (as in RocketMQ).
             pull_threshold_for_queue=max(PULL_THRESHOLD_FOR_QUEUE, 4 * pull_batch),
         )
-        consumer.subscribe(TOPIC, "*")
+        consumer.subscribe(topic, "*")
         consumer.register_message_listener(listener)
         await consumer.start()
         try:
@@ -377,17 +392,41 @@ async def paced(
     shared.sampling.value = 0
 
 
+def row_topic(pull_batch: int, pull_min: int) -> str:
+    """Each row its own topic: a consumer group new to a topic reads it from the start, so a
+    row sharing one with the rows before it would count their messages as its own."""
+    return f"{TOPIC}_{pull_batch}_{pull_min}"
+
+
+def aiorocketmq_row(pull_batch: int, pull_min: int, max_wait_ms: int) -> str:
+    """The name of the row whose pulls take up to ``pull_batch``, waiting up to
+    ``max_wait_ms`` for ``pull_min`` when that is more than one."""
+    name = f"aiorocketmq, pulls of {pull_batch}"
+    return f"{name}, min {pull_min} / {max_wait_ms} ms" if pull_min > 1 else name
+
+
 async def measure_aiorocketmq(
-    args: argparse.Namespace, ns_addr: str, broker: Server, bodies: list[bytes], pull_batch: int
+    args: argparse.Namespace,
+    ns_addr: str,
+    broker: Server,
+    bodies: list[bytes],
+    pull_batch: int,
+    pull_min: int,
 ) -> Run:
     """One row: ``Producer.send_batch`` here, a ``PushConsumer`` of its own group pulling
-    ``pull_batch`` per call in its own process."""
-    result = Run(f"aiorocketmq, pulls of {pull_batch}")
+    ``pull_batch`` per call in its own process (the broker holding a pull up to
+    ``--pull-max-wait-ms`` for ``pull_min`` messages when that is more than one)."""
+    name = aiorocketmq_row(pull_batch, pull_min, args.pull_max_wait_ms)
+    result = Run(name, pull_batch=pull_batch)
+    topic = row_topic(pull_batch, pull_min)
     consumer = ConsumerProcess.start(
         aiorocketmq_consumer,
         ns_addr,
-        f"bench_endtoend_{pull_batch}",
+        topic,
+        f"bench_endtoend_{pull_batch}_{pull_min}",
         pull_batch,
+        pull_min,
+        args.pull_max_wait_ms,
         args.consume_batch,
     )
     backlog = Backlog(consumer.shared, args.window)
@@ -395,7 +434,7 @@ async def measure_aiorocketmq(
         async with Producer("bench_endtoend_producer", ns_addr) as producer:
 
             async def send() -> None:
-                msgs = [Message(TOPIC, b) for b in stamped(bodies)]
+                msgs = [Message(topic, b) for b in stamped(bodies)]
                 await producer.send_batch(msgs, timeout=30)
                 backlog.sent(len(msgs))
 
@@ -473,16 +512,20 @@ def redis_benchmark(args: argparse.Namespace, port: int) -> Run:
     return Run("Redis, redis-benchmark (C), XADD only", saturated=rate)
 
 
-async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
-    py = sys.executable
-    ns_addr, broker_addr, echo_addr = (f"127.0.0.1:{_free_port()}" for _ in range(3))
-    redis_port = _free_port()
-    bodies = make_bodies(args.batch, args.body_size)
-    runs: list[Run] = []
+ECHO_ROW = "echo, raw bytes (gRPC alone)"
+
+
+async def measure_echo(args: argparse.Namespace, work: Path, bodies: list[bytes], when: str) -> Run:
+    """The echo row: its server started, driven for ``--duration`` s and stopped (one server
+    at a time)."""
+    echo_addr = f"127.0.0.1:{_free_port()}"
     with ExitStack() as stack:
         echo_server = stack.enter_context(
             server_process(
-                "echo", [py, "-m", "bench.echo_server", "--listen", echo_addr], echo_addr, work
+                "echo",
+                [sys.executable, "-m", "bench.echo_server", "--listen", echo_addr],
+                echo_addr,
+                work,
             )
         )
         channel = insecure_channel(echo_addr)
@@ -494,15 +537,23 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
         cpu0 = echo_server.cpu_seconds(), time.process_time()
         t0 = time.perf_counter()
         moved = await echo_calls(channel, payload, args.batch, args.senders, args.duration)
-        echo_run = Run("echo, raw bytes (gRPC alone)", moved / (time.perf_counter() - t0))
+        echo_run = Run(f"{ECHO_ROW}, {when}", moved / (time.perf_counter() - t0))
         server_cpu = echo_server.cpu_seconds()
         if server_cpu is not None and cpu0[0] is not None:
             echo_run.cpu_us["echo server"] = (server_cpu - cpu0[0]) / moved * 1e6
         echo_run.cpu_us["client"] = (time.process_time() - cpu0[1]) / moved * 1e6
-        runs.append(echo_run)
         await channel.close()
-        stack.close()  # the echo server stops before the broker starts: one server at a time
+    return echo_run
 
+
+async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
+    ns_addr, broker_addr = (f"127.0.0.1:{_free_port()}" for _ in range(2))
+    redis_port = _free_port()
+    bodies = make_bodies(args.batch, args.body_size)
+    # The echo runs before and after our rows: a shared host's speed drifts within minutes,
+    # and the ratio is taken to the mean of the two.
+    runs = [await measure_echo(args, work, bodies, "before")]
+    with ExitStack() as stack:
         _, broker = start_broker(stack, ns_addr, broker_addr, work)
         broker_channel = insecure_channel(broker_addr)
         stub = broker_pb2_grpc.BrokerStub(broker_channel)
@@ -513,12 +564,21 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
                 lambda: stub.GetAllTopicConfig(broker_pb2.GetAllTopicConfigRequest(), timeout=0.5)
             ),
         )
-        await create_topic(stub, TOPIC, QUEUES)
-        await asyncio.sleep(1.5)  # the broker registers the topic with the name server
-        for pull_batch in args.pull_batch:
-            runs.append(await measure_aiorocketmq(args, ns_addr, broker, bodies, pull_batch))
+        rows = [
+            (pull_batch, pull_min)
+            for pull_batch in args.pull_batch
+            for pull_min in sorted({m for m in args.pull_min if m <= pull_batch} or {1})
+        ]
+        for pull_batch, pull_min in rows:
+            await create_topic(stub, row_topic(pull_batch, pull_min), QUEUES)
+        await asyncio.sleep(1.5)  # the broker registers the topics with the name server
+        for pull_batch, pull_min in rows:
+            runs.append(
+                await measure_aiorocketmq(args, ns_addr, broker, bodies, pull_batch, pull_min)
+            )
         await broker_channel.close()
         stack.close()
+        runs.append(await measure_echo(args, work, bodies, "after"))
 
         if shutil.which("redis-server") is None:
             print("redis-server is not installed (make bench installs it): no Redis rows")
@@ -566,18 +626,17 @@ def report(runs: list[Run], args: argparse.Namespace) -> str:
         "Producer.send_batch + PushConsumer, listener batches of "
         f"{args.consume_batch}; "
         f"sustained: backlog under {args.window:,} messages",
-        f"{'':<38} {'sustained':>11} {'open loop':>10} {'paced':>10} {'samples':>8} "
+        f"{'':<44} {'sustained':>11} {'open loop':>10} {'paced':>10} {'samples':>8} "
         f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9':>7}  CPU µs per message, sustained",
-        f"{'':<38} {'msg/s':>11} {'msg/s':>10} {'msg/s':>10}",
+        f"{'':<44} {'msg/s':>11} {'msg/s':>10} {'msg/s':>10}",
     ]
     lines += [r.row() for r in runs]
-    echo = next((r for r in runs if r.name.startswith("echo")), None)
+    echoes = [r.saturated for r in runs if r.name.startswith(ECHO_ROW)]
+    echo = Run(f"{ECHO_ROW}, mean", sum(echoes) / len(echoes)) if echoes else None
     by_name = {r.name: r for r in runs}
-    for ours, pull_batch in zip(
-        (r for r in runs if r.name.startswith("aiorocketmq")), args.pull_batch, strict=False
-    ):
+    for ours in (r for r in runs if r.name.startswith("aiorocketmq")):
         # Redis with the same batching: its reads take as many entries as our pulls.
-        redis_py = by_name.get(redis_row(pull_batch))
+        redis_py = by_name.get(redis_row(ours.pull_batch))
         for peer, target in ((echo, TARGET_ECHO), (redis_py, TARGET_REDIS)):
             if peer is None or not peer.saturated:
                 continue
@@ -605,6 +664,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[32, 1024],
         help="PushConsumer pull_batch_size, a row each (default: RocketMQ's 32 and the broker's "
         "cap of 1024)",
+    )
+    parser.add_argument(
+        "--pull-min",
+        type=int,
+        nargs="+",
+        default=[1, 512],
+        help="PushConsumer pull_min_batch_size, a row each per pull batch it fits (default: "
+        "1, answered at once as in RocketMQ, and 512)",
+    )
+    parser.add_argument(
+        "--pull-max-wait-ms",
+        type=int,
+        default=20,
+        help="PushConsumer pull_max_wait_ms of the rows whose --pull-min is more than 1",
     )
     parser.add_argument(
         "--consume-batch", type=int, default=32, help="PushConsumer consume_message_batch_max_size"
