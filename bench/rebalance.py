@@ -267,7 +267,10 @@ class Holdings:
         held = self.holders.get(key)
         if held is None:
             return
-        self.last_event_at = t
+        # The latest time seen: the workers' lines reach us in batches, one pipe each, so an
+        # event may be read after a later one of another worker; the group is settled only
+        # when the last of the events that settled it has happened.
+        self.last_event_at = max(self.last_event_at, t)
         self.last_event = (client_id, mark, key)
         if mark == "+":
             held.add(client_id)
@@ -277,7 +280,7 @@ class Holdings:
             was_settled = not self.wrong
             self._check(key)
             if not self.wrong and not was_settled:
-                self.settled_at = t
+                self.settled_at = self.last_event_at
                 self.settled_by = (client_id, mark, key)
             elif self.wrong:
                 self.settled_at = None

@@ -1,0 +1,24 @@
+"""bench.rebalance's convergence reading: the time a group settled, from the workers' lines."""
+
+from __future__ import annotations
+
+from bench.rebalance import Holdings
+
+
+async def test_a_move_settles_at_its_later_event_whatever_order_the_lines_arrive_in() -> None:
+    h = Holdings(holders={"a:0": {"old"}, "a:1": {"x"}})
+    h.expect({"a:0": "new", "a:1": "x"}, now=1.0)
+    assert h.settled_at is None
+    # The new owner's worker wrote its line at 2.5; the old owner's, written at 2.0, comes in
+    # after it (another pipe, another batch): the queue was held by one only from 2.5 on.
+    h.event(2.5, "new", "+", "a:0")
+    assert h.settled_at is None  # held by two
+    h.event(2.0, "old", "-", "a:0")
+    assert h.settled_at == 2.5 and h.settled_by == ("old", "-", "a:0")
+
+
+async def test_a_change_already_settled_when_expected_counts_from_its_command() -> None:
+    h = Holdings(holders={"a:0": {"c"}})
+    h.event(1.0, "c", "+", "a:0")
+    h.expect({"a:0": "c"}, now=3.0)
+    assert h.settled_at == 3.0
