@@ -120,6 +120,9 @@ class FencedHandoff:
         )
         try:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
+        except asyncio.CancelledError:
+            self.unsure.update(mqs)  # the pass was abandoned: the request may have landed
+            raise
         except MQError as e:
             log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
             if isinstance(e, ServiceNotAvailable):  # no answer: the broker may have granted them

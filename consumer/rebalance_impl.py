@@ -381,19 +381,26 @@ class RebalanceImpl:
                     mq=str(mq),
                 )
         fenced = self.fenced and self.message_model is MessageModel.CLUSTERING
-        # Classic and unlocked: the new queues' start offsets do not depend on the dropped
-        # queues' final commits (other queues), so both go to the brokers at once: a pass
-        # that gives queues away and takes others costs one round trip, not two. Not when a
-        # queue is dropped and re-added (pull expired): it starts where its commit left it.
+        # Unlocked: the new queues do not depend on the dropped ones (other queues), so both
+        # go to the brokers at once, and a pass that gives queues away and takes others costs
+        # one round trip, not two. Classic asks the new queues' start offsets ahead; fenced,
+        # their grants (a release of ours and our acquire of another queue are independent;
+        # an acquire abandoned with the pass leaves its queues unsure, asked again). Not when
+        # a queue is dropped and re-added (pull expired): it starts where its commit left it.
         ahead: asyncio.Future[list[int]] | None = None
+        grants_ahead: asyncio.Future[dict[MessageQueue, tuple[int, int]] | None] | None = None
         early = [mq for mq in diff.to_add if mq not in self.process_queue_table]
-        if drops and early and not need_lock and not fenced and not diff.pull_expired:
-            ahead = asyncio.ensure_future(self._start_offsets([(mq, 0, -1) for mq in early]))
+        if drops and early and not need_lock and not diff.pull_expired:
+            if fenced:
+                grants_ahead = asyncio.ensure_future(self.mode.acquire(early))
+            else:
+                ahead = asyncio.ensure_future(self._start_offsets([(mq, 0, -1) for mq in early]))
         try:
             removed = await self.mode.remove_unnecessary_message_queues(drops) if drops else []
         except BaseException:
-            if ahead is not None:
-                ahead.cancel()
+            for future in (ahead, grants_ahead):
+                if future is not None:
+                    future.cancel()
             raise
         for (mq, _), ok in zip(drops, removed, strict=True):
             if not ok:
@@ -415,7 +422,11 @@ class RebalanceImpl:
             offsets = await ahead
         else:
             to_add = [mq for mq in diff.to_add if mq not in self.process_queue_table]
-            grants = (await self.mode.acquire(to_add) or {}) if fenced and to_add else None
+            grants: dict[MessageQueue, tuple[int, int]] | None = None
+            if grants_ahead is not None:
+                to_add, grants = early, await grants_ahead or {}
+            elif fenced and to_add:
+                grants = await self.mode.acquire(to_add) or {}
             candidates = await self._candidates(to_add, need_lock=need_lock, grants=grants)
             offsets = await self._start_offsets(candidates)
         requests: list[PullRequest] = []

@@ -1,14 +1,19 @@
-"""A classic pass that gives queues away and takes others sends the dropped queues' commits and
-the new queues' offset queries at once: one round trip to the brokers, not two. A queue that is
-dropped and taken again in one pass (pull expired) is asked after its commit."""
+"""A pass that gives queues away and takes others sends the dropped queues' commits (fenced:
+releases) and the new queues' offset queries (fenced: acquires) at once: one round trip to the
+brokers, not two. A queue that is dropped and taken again in one pass (pull expired) is asked
+after its commit."""
 
 from __future__ import annotations
 
 import asyncio
 
+from aiorocketmq.consumer.allocate import AllocateMessageQueueAveragely
+from aiorocketmq.consumer.fenced import FencedHandoff
 from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.rebalance_impl import RebalanceImpl
+from aiorocketmq.consumer.types import MessageModel
 from aiorocketmq.protocol.message_queue import MessageQueue
-from tests.unit.test_rebalance_members import QUEUES, Members, Mode, rebalance
+from tests.unit.test_rebalance_members import QUEUES, Members, Mode, T, rebalance
 
 
 class Overlapping(Mode):
@@ -65,3 +70,62 @@ async def test_a_pull_expired_queue_is_asked_for_after_its_commit() -> None:
     assert await impl.do_rebalance(False)
     assert mode.order == ["commit started", "commit done", "offsets asked"]
     assert impl.assigned_queues() == QUEUES
+
+
+class FencedOverlapping(Overlapping):
+    """Fenced: the release of dropped queues waits until the new ones are asked for."""
+
+    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
+        self.order.append("acquire asked")
+        self.asked.set()
+        return {mq: (7, 0) for mq in mqs}
+
+
+async def test_a_fenced_pass_that_drops_and_adds_releases_and_acquires_at_once() -> None:
+    members = Members("b", answer=["b"])
+    mode = FencedOverlapping()
+    impl = RebalanceImpl(
+        "g", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), members, mode,  # type: ignore[arg-type]
+        fenced=True,
+    )
+    impl.subscription_inner[T] = ("*", 1)
+    impl.topic_subscribe_info_table[T] = QUEUES
+    mode.wait_for_query = False
+    members.notified["g"] = ["a", "b"]
+    assert await impl.do_rebalance(False)
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {2, 3}
+    mode.wait_for_query = True
+    mode.order.clear()
+    members.notified["g"] = ["b", "c"]  # b first: releases 2, 3 and acquires 0, 1
+    assert await impl.do_rebalance(False)
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {0, 1}
+    assert mode.order == ["commit started", "acquire asked", "commit done"]
+    assert all(impl.epochs[mq] == 7 for mq in impl.assigned_queues())
+
+
+class _NeverAnswers:
+    client_id = "127.0.0.1@a"
+
+    async def channel_id_for(self, broker_name: str) -> str | None:
+        return "ch"
+
+    async def invoke_broker(
+        self, broker_name: str, method: str, request: object, timeout: float | None = None
+    ) -> object:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+async def test_an_acquire_abandoned_with_its_pass_leaves_its_queues_unsure() -> None:
+    handoff = FencedHandoff(_NeverAnswers(), "g")  # type: ignore[arg-type]
+    mq = min(QUEUES, key=lambda q: q.queue_id)
+    task = asyncio.ensure_future(handoff.acquire([mq]))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    # The request may have reached the broker and been granted: asked again, released if
+    # no longer wanted (the path of an acquire whose answer was lost).
+    assert handoff.unsure == {mq}
