@@ -270,8 +270,8 @@ class Holdings:
         # The latest time seen: the workers' lines reach us in batches, one pipe each, so an
         # event may be read after a later one of another worker; the group is settled only
         # when the last of the events that settled it has happened.
-        self.last_event_at = max(self.last_event_at, t)
-        self.last_event = (client_id, mark, key)
+        if t >= self.last_event_at:
+            self.last_event_at, self.last_event = t, (client_id, mark, key)
         if mark == "+":
             held.add(client_id)
         else:
@@ -280,8 +280,7 @@ class Holdings:
             was_settled = not self.wrong
             self._check(key)
             if not self.wrong and not was_settled:
-                self.settled_at = self.last_event_at
-                self.settled_by = (client_id, mark, key)
+                self.settled_at, self.settled_by = self.last_event_at, self.last_event
             elif self.wrong:
                 self.settled_at = None
         self.changed.set()

@@ -136,11 +136,13 @@ class Worker:
             self.consumers[name] = c
             await c.start()
             self.write(f"S {name} {c.client_id} {time.time():.4f}")
+            self.flush()  # the controller waits for it (reply_ms)
 
     async def stop(self, name: str) -> None:
         c = self.consumers.pop(name)
         await c.shutdown()
         self.write(f"X {name} {time.time():.4f}")
+        self.flush()
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)

@@ -19,17 +19,26 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass
+from enum import Enum
 
 from aiorocketmq.protocol.tags import SubscriptionExpression
 
-__all__ = ["PullRequestHoldService"]
+__all__ = ["PullRequestHoldService", "Wake"]
+
+
+class Wake(Enum):
+    """Why a parked pull was answered."""
+
+    TIMEOUT = "timeout"
+    ARRIVED = "arrived"  # a matching message was stored
+    RELEASED = "released"  # ``release`` or ``wake_all``: answer now, as at the timeout
 
 
 @dataclass(slots=True)
 class _HeldPull:
     offset: int
     expression: SubscriptionExpression | None
-    waiter: asyncio.Future[None]
+    waiter: asyncio.Future[Wake]
     holder: Hashable | None = None
 
 
@@ -50,8 +59,8 @@ class PullRequestHoldService:
         expression: SubscriptionExpression | None,
         timeout_s: float,
         holder: Hashable | None = None,
-    ) -> bool:
-        """Park until a matching message arrives (True) or the timeout passes (False).
+    ) -> Wake:
+        """Park until a matching message arrives, the pull is released, or the timeout passes.
 
         The pull is registered before this coroutine first yields, so a message stored right
         after the caller's empty read still wakes it.
@@ -61,10 +70,9 @@ class PullRequestHoldService:
         self._held[key].append(entry)
         try:
             async with asyncio.timeout(timeout_s):
-                await entry.waiter
-            return True
+                return await entry.waiter
         except TimeoutError:
-            return False
+            return Wake.TIMEOUT
         finally:
             pulls = self._held.get(key)
             if pulls is not None:
@@ -87,7 +95,7 @@ class PullRequestHoldService:
                 or entry.expression is None
                 or entry.expression.matches_code(tags_code)
             ):
-                entry.waiter.set_result(None)
+                entry.waiter.set_result(Wake.ARRIVED)
 
     def release(self, topic: str, queue_id: int, holder: Hashable | None = None) -> int:
         """Answer now the pulls ``holder`` (None: anyone) parked on the queue (they re-read
@@ -95,7 +103,7 @@ class PullRequestHoldService:
         released = 0
         for entry in self._held.get((topic, queue_id), ()):
             if (holder is None or entry.holder == holder) and not entry.waiter.done():
-                entry.waiter.set_result(None)
+                entry.waiter.set_result(Wake.RELEASED)
                 released += 1
         return released
 
@@ -104,4 +112,4 @@ class PullRequestHoldService:
         for pulls in self._held.values():
             for entry in pulls:
                 if not entry.waiter.done():
-                    entry.waiter.set_result(None)
+                    entry.waiter.set_result(Wake.RELEASED)

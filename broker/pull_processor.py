@@ -19,11 +19,12 @@ broker builds no object per message. Otherwise each message is decoded into ``me
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Hashable
 from typing import Protocol
 
 from aiorocketmq.broker.config import BrokerConfig
-from aiorocketmq.broker.long_polling import PullRequestHoldService
+from aiorocketmq.broker.long_polling import PullRequestHoldService, Wake
 from aiorocketmq.broker.store import GetMessageResult, GetMessageStatus, MessageStore
 from aiorocketmq.broker.subscription_group_manager import SubscriptionGroupConfig
 from aiorocketmq.broker.topic_config_manager import TopicConfigManager
@@ -252,33 +253,41 @@ class PullMessageProcessor:
                 peer, request.consumer_group, request.topic, request.queue_id, request.commit_offset
             )
         status, result = self._read(request, expression)
-        filter_ = None if expression.matches_all else expression
-        held = woken = False
+        timeout_ms = (
+            (request.suspend_timeout_millis or DEFAULT_SUSPEND_TIMEOUT_MS)
+            if self.config.long_polling_enable
+            else self.config.short_polling_time_mills
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000  # the whole hold, linger included
+        wake: Wake | None = None
         if status == broker_pb2.NO_NEW_MSG and request.suspend:
-            held = True
-            timeout_ms = (
-                (request.suspend_timeout_millis or DEFAULT_SUSPEND_TIMEOUT_MS)
-                if self.config.long_polling_enable
-                else self.config.short_polling_time_mills
-            )
-            woken = await self.hold.suspend(
-                request.topic, request.queue_id, request.queue_offset, filter_, timeout_ms / 1000,
+            wake = await self.hold.suspend(
+                request.topic,
+                request.queue_id,
+                request.queue_offset,
+                None if expression.matches_all else expression,
+                timeout_ms / 1000,
                 holder,
             )
-        if (woken or status == broker_pb2.FOUND) and (want := self._lingers(request)):
-            # Something is there but less than the pull's minimum: give the rest up to
-            # max_wait_millis to arrive (parked as if the minimum's last entry were the offset).
-            wait_ms = min(request.max_wait_millis, request.suspend_timeout_millis or 1 << 62)
-            await self.hold.suspend(
-                request.topic, request.queue_id, request.queue_offset + want - 1, filter_,
-                wait_ms / 1000, holder,
-            )
-            held = woken = True
-        if held:
             moved = self._moved_by_reset(request)  # a reset may have woken it
             if moved is not None:
                 return moved
-        if woken:
+        want = self._lingers(request) if status == broker_pb2.FOUND or wake is Wake.ARRIVED else 0
+        if want:
+            # Something is there but less than the pull's minimum: give the rest up to
+            # max_wait_millis (within the hold's timeout) to arrive, parked as if the minimum's
+            # last entry were the offset. Any entry counts, matched by the filter or not.
+            wait_s = min(request.max_wait_millis / 1000, deadline - loop.time())
+            if wait_s > 0:
+                await self.hold.suspend(
+                    request.topic, request.queue_id, request.queue_offset + want - 1, None,
+                    wait_s, holder,
+                )
+                moved = self._moved_by_reset(request)
+                if moved is not None:
+                    return moved
+        if want or wake in (Wake.ARRIVED, Wake.RELEASED):
             if request.epoch:  # the queue may have moved while we waited
                 mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
                 self.fences.check_epoch(request.consumer_group, mq, request.epoch)

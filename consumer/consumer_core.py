@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -516,6 +516,12 @@ class RebalanceModeBase:
 
     async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
         return await self.impl.acquire(mqs)
+
+    def abandon_grants(self, mqs: Iterable[MessageQueue]) -> None:
+        """Fenced: grants a pass got but did not take (it failed first) are unsure: the next
+        acquire settles them (kept if still ours, else released), as a lost answer's."""
+        if self.impl.fenced is not None:
+            self.impl.fenced.unsure.update(mqs)
 
     async def before_rebalance(self) -> None:
         """Fenced: releases a broker missed go again first (it still counts us as holder)."""

@@ -92,7 +92,16 @@ class FencedHandoff:
             by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
             for mq in [*mqs, *extra]:
                 by_broker[mq.broker_name].append(mq)
-            results = await asyncio.gather(*(self._acquire_one(b, q) for b, q in by_broker.items()))
+            try:
+                results = await asyncio.gather(
+                    *(self._acquire_one(b, q) for b, q in by_broker.items())
+                )
+            except asyncio.CancelledError:
+                # Abandoned with its pass: any of them may have been granted (the answers
+                # that came are dropped with it). Asked again, released if not wanted.
+                self.unsure.update(mqs)
+                self.unsure.update(extra)
+                raise
             granted: dict[MessageQueue, tuple[int, int]] = {}
             for part in results:
                 granted.update(part)
@@ -120,9 +129,6 @@ class FencedHandoff:
         )
         try:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
-        except asyncio.CancelledError:
-            self.unsure.update(mqs)  # the pass was abandoned: the request may have landed
-            raise
         except MQError as e:
             log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
             if isinstance(e, ServiceNotAvailable):  # no answer: the broker may have granted them

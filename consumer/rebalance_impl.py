@@ -21,7 +21,7 @@ object passed in (composition, not RocketMQ's subclasses).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from aiorocketmq.consumer.allocate import AllocateMessageQueueStrategy
@@ -66,6 +66,7 @@ class RebalanceMode(Protocol):
     async def acquire(
         self, mqs: list[MessageQueue]
     ) -> dict[MessageQueue, tuple[int, int]] | None: ...
+    def abandon_grants(self, mqs: Iterable[MessageQueue]) -> None: ...
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None: ...
     async def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
@@ -398,9 +399,13 @@ class RebalanceImpl:
         try:
             removed = await self.mode.remove_unnecessary_message_queues(drops) if drops else []
         except BaseException:
-            for future in (ahead, grants_ahead):
-                if future is not None:
-                    future.cancel()
+            if ahead is not None:
+                ahead.cancel()
+            if grants_ahead is not None:
+                if grants_ahead.done() and not grants_ahead.cancelled() and not grants_ahead.exception():
+                    self.mode.abandon_grants(grants_ahead.result() or {})  # granted, not taken
+                else:
+                    grants_ahead.cancel()  # FencedHandoff leaves its queues unsure
             raise
         for (mq, _), ok in zip(drops, removed, strict=True):
             if not ok:

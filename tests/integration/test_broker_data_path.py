@@ -182,6 +182,18 @@ async def test_a_pull_with_a_minimum_is_answered_with_less_when_its_wait_passes(
         timeout=10,
     )
     assert got.status == broker_pb2.FOUND and [m.body for m in got.messages] == [b"only"]
+    # The wait ends with the hold's suspend timeout, whatever max_wait_millis says.
+    got = await asyncio.wait_for(
+        stub.PullMessage(
+            pull_request(
+                "TMinWait", 1, 0, suspend=True, suspend_timeout_millis=200, min_msg_nums=100,
+                max_wait_millis=60_000,
+            ),
+            timeout=70,
+        ),
+        10,
+    )
+    assert [m.body for m in got.messages] == [b"only"]
     # Without suspend the minimum does not apply (as every other hold).
     got = await stub.PullMessage(
         pull_request("TMinWait", 1, 0, min_msg_nums=100, max_wait_millis=20_000), timeout=3

@@ -14,7 +14,7 @@ async def test_a_move_settles_at_its_later_event_whatever_order_the_lines_arrive
     h.event(2.5, "new", "+", "a:0")
     assert h.settled_at is None  # held by two
     h.event(2.0, "old", "-", "a:0")
-    assert h.settled_at == 2.5 and h.settled_by == ("old", "-", "a:0")
+    assert h.settled_at == 2.5 and h.settled_by == ("new", "+", "a:0")  # the later event
 
 
 async def test_a_change_already_settled_when_expected_counts_from_its_command() -> None:

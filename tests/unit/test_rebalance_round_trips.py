@@ -129,3 +129,42 @@ async def test_an_acquire_abandoned_with_its_pass_leaves_its_queues_unsure() -> 
     # The request may have reached the broker and been granted: asked again, released if
     # no longer wanted (the path of an acquire whose answer was lost).
     assert handoff.unsure == {mq}
+
+
+class FailingRelease(FencedOverlapping):
+    """The release fails after the acquire (sent at once with it) was granted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.abandoned: set[MessageQueue] = set()
+
+    async def remove_unnecessary_message_queues(
+        self, items: list[tuple[MessageQueue, ProcessQueue]]
+    ) -> list[bool]:
+        if self.wait_for_query:
+            await asyncio.wait_for(self.asked.wait(), 5)
+            await asyncio.sleep(0)  # the acquire's answer is in
+            raise RuntimeError("release failed")
+        return await super().remove_unnecessary_message_queues(items)
+
+    def abandon_grants(self, mqs: object) -> None:
+        self.abandoned.update(mqs)  # type: ignore[call-overload]
+
+
+async def test_grants_a_failed_pass_got_and_did_not_take_are_left_unsure() -> None:
+    members = Members("b", answer=["b"])
+    mode = FailingRelease()
+    impl = RebalanceImpl(
+        "g", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), members, mode,  # type: ignore[arg-type]
+        fenced=True,
+    )
+    impl.subscription_inner[T] = ("*", 1)
+    impl.topic_subscribe_info_table[T] = QUEUES
+    mode.wait_for_query = False
+    members.notified["g"] = ["a", "b"]
+    assert await impl.do_rebalance(False)
+    mode.wait_for_query = True
+    members.notified["g"] = ["b", "c"]  # releases 2, 3 (fails) and acquires 0, 1 at once
+    assert not await impl.do_rebalance(False)
+    assert {mq.queue_id for mq in mode.abandoned} == {0, 1}
+    assert {mq.queue_id for mq in impl.process_queue_table} == {2, 3}  # 0, 1 not taken
