@@ -63,6 +63,11 @@ SPACING_S = 2.2
 # group's first change landed on the periodic pass its consumers all ran 20 s after their start,
 # and waited out RocketMQ's 1 s minimum interval between passes (a 1 s join, every run).
 WARMUP_S = 10.0
+# After the warm-up, the first change waits until the group has been quiet this long: no
+# queue moved and no notification read (a large start's tail: notifications still queued on
+# the brokers, passes still running); at most QUIET_MAX_S.
+QUIET_S = 3.0
+QUIET_MAX_S = 300.0
 GROUP = "bench_rebalance"
 SWEEP_SIZES = [(8, 32), (32, 128), (128, 512), (1000, 4096)]
 SWEEP_MODES = [
@@ -222,6 +227,16 @@ class Holdings:
     # notifications its heartbeats caused).
     notified: dict[str, float] = field(default_factory=dict)
     notified_since: float = 0.0
+    heard_at: float = 0.0  # time.monotonic() of the last queue or notification line read
+
+    async def quiet(self, quiet_s: float, max_s: float) -> float:
+        """Wait until no queue moved and no notification was read for ``quiet_s`` (at most
+        ``max_s``); how long it waited."""
+        t0 = time.monotonic()
+        # A deadline pushed back by each line read: nothing to await but time.
+        while (now := time.monotonic()) - t0 < max_s and now - self.heard_at < quiet_s:  # noqa: ASYNC110
+            await asyncio.sleep(min(self.heard_at + quiet_s, t0 + max_s) - now)
+        return time.monotonic() - t0
 
     def _check(self, key: str) -> None:
         if self.holders[key] == {self.expected.get(key)}:
@@ -363,8 +378,10 @@ class WorkerProcess:
             kind, *rest = line.decode().split()
             if kind == "E":
                 self.holdings.event(float(rest[0]), rest[1], rest[2], rest[3])
+                self.holdings.heard_at = time.monotonic()
             elif kind == "N":
                 self.holdings.notified_at(float(rest[0]), rest[1])
+                self.holdings.heard_at = time.monotonic()
             elif kind == "S":
                 self.started[rest[0]] = (rest[1], float(rest[2]))
                 self.arrived.set()
@@ -419,6 +436,7 @@ class CaseResult:
     case: Case
     times: dict[str, list[float]]
     start_s: float
+    tail_s: float  # after the warm-up, the wait for the group to go quiet
     broker_bytes_per_consumer: float
     worker_bytes_per_consumer: float
     worker_bytes_per_queue: float
@@ -483,7 +501,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             tmp / "workers.stderr",
             case.worker_stats,
             f"w{len(spawned)}",
-            notified=case.times_csv is not None,
+            notified=True,  # the quiet wait below reads them too
         )
 
     workers = [await spawn() for _ in range(workers_n)]
@@ -510,6 +528,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         finally:
             progress.cancel()
         await asyncio.sleep(max(case.spacing, case.warmup))
+        tail_s = await holdings.quiet(QUIET_S, QUIET_MAX_S)
         broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
         worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
         cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
@@ -579,6 +598,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
         case,
         times,
         start_s,
+        tail_s,
         broker_bytes_per_consumer=broker_rss / case.consumers,
         worker_bytes_per_consumer=worker_rss / case.consumers,
         worker_bytes_per_queue=worker_rss / case.queues,
@@ -792,7 +812,8 @@ async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
                     )
                 print(
                     f"{'':>12} started and settled in {r.start_s:.1f} s over {workers} "
-                    f"processes; broker RSS {r.broker_bytes_per_consumer / 1024:.0f} KiB per "
+                    f"processes, quiet {QUIET_S:.0f} s after the warm-up and "
+                    f"{r.tail_s:.1f} s more; broker RSS {r.broker_bytes_per_consumer / 1024:.0f} KiB per "
                     f"consumer ({args.brokers} channels each); worker RSS "
                     f"{r.worker_bytes_per_consumer / 1024:.0f} KiB per consumer, "
                     f"{r.worker_bytes_per_queue / 1024:.1f} KiB per queue; "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from bench.rebalance import Holdings
 
 
@@ -22,3 +25,12 @@ async def test_a_change_already_settled_when_expected_counts_from_its_command() 
     h.event(1.0, "c", "+", "a:0")
     h.expect({"a:0": "c"}, now=3.0)
     assert h.settled_at == 3.0
+
+
+async def test_the_quiet_wait_lasts_until_no_line_came_for_its_span() -> None:
+    h = Holdings(holders={})
+    h.heard_at = time.monotonic()
+    waited = await h.quiet(0.05, 3600)
+    assert waited >= 0.05 and time.monotonic() - h.heard_at >= 0.05
+    h.heard_at = time.monotonic() - 10  # heard long ago: no wait
+    assert await asyncio.wait_for(h.quiet(5, 3600), 30) < 5
