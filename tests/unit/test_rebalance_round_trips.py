@@ -81,9 +81,8 @@ class FencedOverlapping(Overlapping):
         return {mq: (7, 0) for mq in mqs}
 
 
-async def test_a_fenced_pass_that_drops_and_adds_releases_and_acquires_at_once() -> None:
-    members = Members("b", answer=["b"])
-    mode = FencedOverlapping()
+async def fenced_rebalance(members: Members, mode: FencedOverlapping) -> RebalanceImpl:
+    """A fenced consumer "b" that has passed once with members a and b: it holds 2 and 3."""
     impl = RebalanceImpl(
         "g", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), members, mode,  # type: ignore[arg-type]
         fenced=True,
@@ -93,6 +92,13 @@ async def test_a_fenced_pass_that_drops_and_adds_releases_and_acquires_at_once()
     mode.wait_for_query = False
     members.notified["g"] = ["a", "b"]
     assert await impl.do_rebalance(False)
+    return impl
+
+
+async def test_a_fenced_pass_that_drops_and_adds_releases_and_acquires_at_once() -> None:
+    members = Members("b", answer=["b"])
+    mode = FencedOverlapping()
+    impl = await fenced_rebalance(members, mode)
     assert {mq.queue_id for mq in impl.assigned_queues()} == {2, 3}
     mode.wait_for_query = True
     mode.order.clear()
@@ -154,15 +160,7 @@ class FailingRelease(FencedOverlapping):
 async def test_grants_a_failed_pass_got_and_did_not_take_are_left_unsure() -> None:
     members = Members("b", answer=["b"])
     mode = FailingRelease()
-    impl = RebalanceImpl(
-        "g", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), members, mode,  # type: ignore[arg-type]
-        fenced=True,
-    )
-    impl.subscription_inner[T] = ("*", 1)
-    impl.topic_subscribe_info_table[T] = QUEUES
-    mode.wait_for_query = False
-    members.notified["g"] = ["a", "b"]
-    assert await impl.do_rebalance(False)
+    impl = await fenced_rebalance(members, mode)
     mode.wait_for_query = True
     members.notified["g"] = ["b", "c"]  # releases 2, 3 (fails) and acquires 0, 1 at once
     assert not await impl.do_rebalance(False)
