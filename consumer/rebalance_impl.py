@@ -422,21 +422,43 @@ class RebalanceImpl:
             )
             log.debug("doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq))
 
+        grants: dict[MessageQueue, tuple[int, int]] | None = None
         if ahead is not None:
             candidates = [(mq, 0, -1) for mq in early]
             offsets = await ahead
         else:
             to_add = [mq for mq in diff.to_add if mq not in self.process_queue_table]
-            grants: dict[MessageQueue, tuple[int, int]] | None = None
             if grants_ahead is not None:
                 to_add, grants = early, await grants_ahead or {}
             elif fenced and to_add:
                 grants = await self.mode.acquire(to_add) or {}
-            candidates = await self._candidates(to_add, need_lock=need_lock, grants=grants)
-            offsets = await self._start_offsets(candidates)
+            try:
+                candidates = await self._candidates(to_add, need_lock=need_lock, grants=grants)
+                offsets = await self._start_offsets(candidates)
+            except BaseException:
+                if grants:  # granted, and the pass fails before taking them (a query's deadline)
+                    self.mode.abandon_grants(grants)
+                raise
+        try:
+            return self._add_queues(candidates, offsets) or changed
+        finally:
+            if grants:
+                # A granted queue not taken (its start offset unknown, or the consumer left):
+                # held on the broker in our name, denied to everyone, unknown to our next pass.
+                # Unsure, it is asked for again, and released if it is no longer ours.
+                untaken = [mq for mq in grants if mq not in self.process_queue_table]
+                if untaken and not self.destroyed:
+                    self.mode.abandon_grants(untaken)
+
+    def _add_queues(
+        self, candidates: list[tuple[MessageQueue, int, int]], offsets: list[int]
+    ) -> bool:
+        """A process queue and a pull request for each candidate whose start is known;
+        whether any was added."""
+        changed = False
         requests: list[PullRequest] = []
         if self.destroyed:  # the consumer left while this pass awaited its brokers
-            return changed
+            return False
         for (mq, epoch, _), next_offset in zip(candidates, offsets, strict=True):
             if next_offset < 0:
                 log.warning(

@@ -166,3 +166,36 @@ async def test_grants_a_failed_pass_got_and_did_not_take_are_left_unsure() -> No
     assert not await impl.do_rebalance(False)
     assert {mq.queue_id for mq in mode.abandoned} == {0, 1}
     assert {mq.queue_id for mq in impl.process_queue_table} == {2, 3}  # 0, 1 not taken
+
+
+class GrantsThenNoOffsets(FailingRelease):
+    """Grants with no committed offset, whose start-offset query then fails or finds none."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self.answer = answer
+
+    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
+        return {mq: (7, -1) for mq in mqs}
+
+    async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
+        if self.answer == "deadline":
+            raise TimeoutError("offset query deadline")
+        return [-1 if mq.queue_id == 0 else 0 for mq in mqs]
+
+
+async def test_grants_a_pass_cannot_start_are_left_unsure_not_held_in_silence() -> None:
+    """A granted queue the pass does not take is the broker's to everyone else's loss: the
+    next pass must know of it (ask again, or release it)."""
+    for answer, taken in (("deadline", set()), ("unknown", {1, 2, 3})):
+        members = Members("a", answer=["a"])
+        mode = GrantsThenNoOffsets(answer)
+        impl = RebalanceImpl(
+            "g", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), members, mode,  # type: ignore[arg-type]
+            fenced=True,
+        )
+        impl.subscription_inner[T] = ("*", 1)
+        impl.topic_subscribe_info_table[T] = QUEUES
+        assert not await impl.do_rebalance(False)
+        assert {mq.queue_id for mq in impl.process_queue_table} == taken
+        assert {mq.queue_id for mq in mode.abandoned} == {0, 1, 2, 3} - taken
