@@ -275,6 +275,7 @@ class BrokerController:
         if self.remoting is not None:
             await self.remoting.stop()
         self.client.close_all_channels()
+        await self.client.persist_grants_now()
         if self.server is not None:
             await self.server.stop(grace=0.5)
         await self.schedule.shutdown()

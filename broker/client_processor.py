@@ -67,6 +67,12 @@ QUEUE_GRANTS_FILE = "queueGrants.json"
 log = get_logger("aiorocketmq.broker.client")
 
 
+def _log_write_failure(task: asyncio.Task[None]) -> None:
+    """A grant-table write nobody awaits failed: say so (the next change writes again)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("writing the queue grant table failed", error=str(task.exception()))
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -108,6 +114,7 @@ class ClientManageProcessor:
         self._running_info_waiters: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._request_ids = itertools.count(1)
         self._grants_persisted = 0
+        self._grants_writing: asyncio.Task[None] | None = None  # the grant table's write now
         self.groups = SubscriptionGroupManager(
             store_root,
             auto_create=config.auto_create_subscription_group,
@@ -143,7 +150,7 @@ class ClientManageProcessor:
         )
         self.channels[channel_id] = channel
         if self.grants.rebind(request.client_id, channel_id):
-            self._persist_grants()
+            self._persist_grants_soon()
         log.info(
             "channel opened", channel_id=channel_id, client_id=request.client_id, remote_addr=peer
         )
@@ -218,7 +225,7 @@ class ClientManageProcessor:
         now = _now_ms()
         for group, mq in self.grants.expire_orphans(now, self.config.restored_grant_expiry_ms):
             self._push_queue_released(group, mq)
-        self._persist_grants()
+        self._persist_grants_soon()
 
     def _channel_in_use(self, channel: Channel) -> bool:
         return any(
@@ -398,7 +405,6 @@ class ClientManageProcessor:
         result = self.grants.acquire(
             request.consumer_group, request.client_id, request.channel_id, mqs
         )
-        self._persist_grants()  # before the answer: a grant survives a crash once given
         self.grants_given += len(result.granted)
         self.grants_denied += len(result.denied)
         response = broker_pb2.AcquireQueuesResponse()
@@ -428,7 +434,6 @@ class ClientManageProcessor:
                 self.offsets.commit_offset(peer, group, mq.topic, mq.queue_id, finals[mq])
 
         released = self.grants.release(group, request.client_id, pairs, commit=commit_final)
-        self._persist_grants()
         for mq in released:
             self._push_queue_released(group, mq)
         return broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
@@ -436,7 +441,7 @@ class ClientManageProcessor:
     def _release_grants_of(self, channel_id: str) -> None:
         for group, mq in self.grants.release_channel(channel_id):
             self._push_queue_released(group, mq)
-        self._persist_grants()
+        self._persist_grants_soon()
 
     def _load_grants(self) -> None:
         """Restore the grants of the last run (each an orphan until its client is back)."""
@@ -452,12 +457,43 @@ class ClientManageProcessor:
         self._grants_persisted = self.grants.version
         log.info("queue grants restored", grants=restored, file=str(self.grants_file))
 
-    def _persist_grants(self) -> None:
-        """Write the grant table if it changed (rare: rebalances, not pulls), durably."""
-        if self.grants.version == self._grants_persisted:
-            return
-        write_atomically(self.grants_file, json.dumps(self.grants.to_json(), indent=1))
-        self._grants_persisted = self.grants.version
+    async def grants_durable(self) -> None:
+        """Return once the grant table as it is now is on disk (an acquire answers only then:
+        a grant survives a crash once given).
+
+        Group commit: a write, in a thread, takes the table as it is when it begins and serves
+        every change made before that; changes made during it wait for the next. At 1,000
+        consumers a rebalance makes thousands of acquires and releases within a second, and a
+        durable write of the whole table for each, on the event loop, stalled the broker until
+        its channels expired.
+        """
+        target = self.grants.version
+        while self._grants_persisted < target:
+            if self._grants_writing is None or self._grants_writing.done():
+                self._grants_writing = asyncio.ensure_future(self._write_grants())
+            await asyncio.shield(self._grants_writing)
+
+    def _persist_grants_soon(self) -> None:
+        """A change nobody waits for (a channel opened or closed): written with the next
+        write, or one started now."""
+        if self._grants_persisted < self.grants.version and (
+            self._grants_writing is None or self._grants_writing.done()
+        ):
+            self._grants_writing = asyncio.ensure_future(self._write_grants())
+            self._grants_writing.add_done_callback(_log_write_failure)
+
+    async def _write_grants(self) -> None:
+        version, table = self.grants.version, self.grants.to_json()  # a snapshot, on the loop
+        text = await asyncio.to_thread(json.dumps, table, indent=1)
+        await asyncio.to_thread(write_atomically, self.grants_file, text)
+        self._grants_persisted = max(self._grants_persisted, version)
+
+    async def persist_grants_now(self) -> None:
+        """At shutdown: the table's last changes, written before the process ends."""
+        try:
+            await self.grants_durable()
+        except OSError as e:
+            log.error("writing the queue grant table failed", error=str(e))
 
     def _push_queue_released(self, group: str, mq: MessageQueue) -> None:
         """Tell the channels that were denied ``mq`` (its waiters) that it is free now."""

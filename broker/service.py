@@ -95,13 +95,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     async def AcquireQueues(
         self, request: broker_pb2.AcquireQueuesRequest, context: Ctx
     ) -> broker_pb2.AcquireQueuesResponse:
-        return self.b.client.acquire_queues(request)
+        response = self.b.client.acquire_queues(request)
+        await self.b.client.grants_durable()  # before the answer: a grant survives a crash
+        return response
 
     @guard
     async def ReleaseQueues(
         self, request: broker_pb2.ReleaseQueuesRequest, context: Ctx
     ) -> broker_pb2.ReleaseQueuesResponse:
-        return self.b.client.release_queues(request, context.peer())
+        response = self.b.client.release_queues(request, context.peer())
+        await self.b.client.grants_durable()
+        return response
 
     # ---- the data path ---------------------------------------------------------------------
     @guard
