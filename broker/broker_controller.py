@@ -275,9 +275,9 @@ class BrokerController:
         if self.remoting is not None:
             await self.remoting.stop()
         self.client.close_all_channels()
-        await self.client.persist_grants_now()
         if self.server is not None:
             await self.server.stop(grace=0.5)
+        await self.client.persist_grants_now()  # after the last release a handler could make
         await self.schedule.shutdown()
         if self.metrics is not None:
             self.metrics.stop()

@@ -471,7 +471,12 @@ class ClientManageProcessor:
         while self._grants_persisted < target:
             if self._grants_writing is None or self._grants_writing.done():
                 self._grants_writing = asyncio.ensure_future(self._write_grants())
-            await asyncio.shield(self._grants_writing)
+            try:
+                await asyncio.shield(self._grants_writing)
+            except OSError as e:
+                # The change is in memory, not on disk: the client must not count on it, and
+                # treats this as an answer lost (the queues unsure, asked for again).
+                raise ServiceNotAvailable(f"the queue grant table could not be written: {e}") from e
 
     def _persist_grants_soon(self) -> None:
         """A change nobody waits for (a channel opened or closed): written with the next
@@ -487,6 +492,11 @@ class ClientManageProcessor:
         text = await asyncio.to_thread(json.dumps, table, indent=1)
         await asyncio.to_thread(write_atomically, self.grants_file, text)
         self._grants_persisted = max(self._grants_persisted, version)
+        if self._grants_persisted < self.grants.version:
+            # Changes made during this write that nobody awaits (a channel closed) go with a
+            # next one (those an acquire or a release awaits start it themselves). After a
+            # failed write, the next change writes again: no retry loop on a failing disk.
+            asyncio.get_running_loop().call_soon(self._persist_grants_soon)
 
     async def persist_grants_now(self) -> None:
         """At shutdown: the table's last changes, written before the process ends."""
