@@ -469,10 +469,8 @@ class ClientManageProcessor:
         """
         target = self.grants.version
         while self._grants_persisted < target:
-            if self._grants_writing is None or self._grants_writing.done():
-                self._grants_writing = asyncio.ensure_future(self._write_grants())
             try:
-                await asyncio.shield(self._grants_writing)
+                await asyncio.shield(self._grants_write())
             except OSError as e:
                 # The change is in memory, not on disk: the client must not count on it, and
                 # treats this as an answer lost (the queues unsure, asked for again).
@@ -481,11 +479,15 @@ class ClientManageProcessor:
     def _persist_grants_soon(self) -> None:
         """A change nobody waits for (a channel opened or closed): written with the next
         write, or one started now."""
-        if self._grants_persisted < self.grants.version and (
-            self._grants_writing is None or self._grants_writing.done()
-        ):
+        if self._grants_persisted < self.grants.version:
+            self._grants_write()
+
+    def _grants_write(self) -> asyncio.Task[None]:
+        """The grant-table write running now, or one started (one at a time)."""
+        if self._grants_writing is None or self._grants_writing.done():
             self._grants_writing = asyncio.ensure_future(self._write_grants())
             self._grants_writing.add_done_callback(_log_write_failure)
+        return self._grants_writing
 
     async def _write_grants(self) -> None:
         version, table = self.grants.version, self.grants.to_json()  # a snapshot, on the loop
@@ -502,8 +504,8 @@ class ClientManageProcessor:
         """At shutdown: the table's last changes, written before the process ends."""
         try:
             await self.grants_durable()
-        except OSError as e:
-            log.error("writing the queue grant table failed", error=str(e))
+        except ServiceNotAvailable:  # the write failed: logged by _log_write_failure
+            pass
 
     def _push_queue_released(self, group: str, mq: MessageQueue) -> None:
         """Tell the channels that were denied ``mq`` (its waiters) that it is free now."""

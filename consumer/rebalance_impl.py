@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiorocketmq.consumer.allocate import AllocateMessageQueueStrategy
 from aiorocketmq.consumer.process_queue import ProcessQueue
@@ -79,6 +79,11 @@ class ConsumerIdSource(Protocol):
 
     def take_notified_consumer_ids(self, group: str) -> list[str] | None: ...
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None: ...
+
+
+def _answered(future: asyncio.Future[Any]) -> bool:
+    """Whether ``future`` ended with a result (not cancelled, no exception)."""
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 class RebalanceImpl:
@@ -396,59 +401,48 @@ class RebalanceImpl:
                 grants_ahead = asyncio.ensure_future(self.mode.acquire(early))
             else:
                 ahead = asyncio.ensure_future(self._start_offsets([(mq, 0, -1) for mq in early]))
+        grants: dict[MessageQueue, tuple[int, int]] | None = None
         try:
             removed = await self.mode.remove_unnecessary_message_queues(drops) if drops else []
-        except BaseException:
-            if ahead is not None:
-                ahead.cancel()
-            if grants_ahead is not None:
-                if grants_ahead.done() and not grants_ahead.cancelled() and not grants_ahead.exception():
-                    self.mode.abandon_grants(grants_ahead.result() or {})  # granted, not taken
-                else:
-                    grants_ahead.cancel()  # FencedHandoff leaves its queues unsure
-            raise
-        for (mq, _), ok in zip(drops, removed, strict=True):
-            if not ok:
-                continue  # an orderly queue whose unlock failed stays, marked dropped
-            self.process_queue_table.pop(mq, None)
-            self.epochs.pop(mq, None)
-            changed = True
-            self.queues_dropped += 1
-            tracer.record(
-                "queue_dropped",
-                group=self.consumer_group,
-                client_id=self.client.client_id,
-                mq=str(mq),
-            )
-            log.debug("doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq))
+            for (mq, _), ok in zip(drops, removed, strict=True):
+                if not ok:
+                    continue  # an orderly queue whose unlock failed stays, marked dropped
+                self.process_queue_table.pop(mq, None)
+                self.epochs.pop(mq, None)
+                changed = True
+                self.queues_dropped += 1
+                tracer.record(
+                    "queue_dropped",
+                    group=self.consumer_group,
+                    client_id=self.client.client_id,
+                    mq=str(mq),
+                )
+                log.debug("doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq))
 
-        grants: dict[MessageQueue, tuple[int, int]] | None = None
-        if ahead is not None:
-            candidates = [(mq, 0, -1) for mq in early]
-            offsets = await ahead
-        else:
-            to_add = [mq for mq in diff.to_add if mq not in self.process_queue_table]
-            if grants_ahead is not None:
-                to_add, grants = early, await grants_ahead or {}
-            elif fenced and to_add:
-                grants = await self.mode.acquire(to_add) or {}
-            try:
+            if ahead is not None:
+                candidates = [(mq, 0, -1) for mq in early]
+                offsets = await ahead
+            else:
+                to_add = [mq for mq in diff.to_add if mq not in self.process_queue_table]
+                if grants_ahead is not None:
+                    to_add, grants = early, await grants_ahead or {}
+                elif fenced and to_add:
+                    grants = await self.mode.acquire(to_add) or {}
                 candidates = await self._candidates(to_add, need_lock=need_lock, grants=grants)
                 offsets = await self._start_offsets(candidates)
-            except BaseException:
-                if grants:  # granted, and the pass fails before taking them (a query's deadline)
-                    self.mode.abandon_grants(grants)
-                raise
-        try:
             return self._add_queues(candidates, offsets) or changed
         finally:
-            if grants:
-                # A granted queue not taken (its start offset unknown, or the consumer left):
-                # held on the broker in our name, denied to everyone, unknown to our next pass.
-                # Unsure, it is asked for again, and released if it is no longer ours.
-                untaken = [mq for mq in grants if mq not in self.process_queue_table]
-                if untaken and not self.destroyed:
-                    self.mode.abandon_grants(untaken)
+            for future in (ahead, grants_ahead):
+                if future is not None and not future.done():
+                    future.cancel()  # the pass failed first (an abandoned acquire: unsure)
+            if grants is None and grants_ahead is not None and _answered(grants_ahead):
+                grants = grants_ahead.result()  # granted while the releases failed
+            # A granted queue not taken (the pass failed, its start offset is unknown, or the
+            # consumer left): held on the broker in our name, denied to everyone, unknown to our
+            # next pass. Unsure, it is asked for again, and released if it is no longer ours.
+            untaken = [mq for mq in grants or () if mq not in self.process_queue_table]
+            if untaken:
+                self.mode.abandon_grants(untaken)
 
     def _add_queues(
         self, candidates: list[tuple[MessageQueue, int, int]], offsets: list[int]
