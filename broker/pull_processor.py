@@ -181,6 +181,12 @@ class PullMessageProcessor:
                 f"and {request.max_wait_millis}"
             )
 
+    def _hold_timeout_ms(self, request: broker_pb2.PullMessageRequest) -> int:
+        """The longest a pull is held, its minimum's wait included."""
+        if self.config.long_polling_enable:
+            return request.suspend_timeout_millis or DEFAULT_SUSPEND_TIMEOUT_MS
+        return self.config.short_polling_time_mills
+
     def _max_nums(self, request: broker_pb2.PullMessageRequest) -> int:
         return min(request.max_msg_nums or DEFAULT_PULL_BATCH_SIZE, self.config.max_pull_msg_nums)
 
@@ -188,8 +194,8 @@ class PullMessageProcessor:
         """How many queue entries after the pull's offset it waits for (its ``min_msg_nums``
         capped at its batch), or 0: it asked to be answered at once, has its minimum, or has
         nothing (woken by a release, not by a message)."""
-        if not request.suspend or request.max_wait_millis <= 0:
-            return 0
+        if request.min_msg_nums <= 1 or not request.suspend or request.max_wait_millis <= 0:
+            return 0  # the usual pull: answered at once, nothing more to look up
         want = min(request.min_msg_nums, self._max_nums(request))
         if want <= 1:
             return 0
@@ -253,21 +259,16 @@ class PullMessageProcessor:
                 peer, request.consumer_group, request.topic, request.queue_id, request.commit_offset
             )
         status, result = self._read(request, expression)
-        timeout_ms = (
-            (request.suspend_timeout_millis or DEFAULT_SUSPEND_TIMEOUT_MS)
-            if self.config.long_polling_enable
-            else self.config.short_polling_time_mills
-        )
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000  # the whole hold, linger included
         wake: Wake | None = None
+        held_since: float | None = None  # loop time the hold began (the linger counts in it)
         if status == broker_pb2.NO_NEW_MSG and request.suspend:
+            held_since = asyncio.get_running_loop().time()
             wake = await self.hold.suspend(
                 request.topic,
                 request.queue_id,
                 request.queue_offset,
                 None if expression.matches_all else expression,
-                timeout_ms / 1000,
+                self._hold_timeout_ms(request) / 1000,
                 holder,
             )
             moved = self._moved_by_reset(request)  # a reset may have woken it
@@ -278,7 +279,10 @@ class PullMessageProcessor:
             # Something is there but less than the pull's minimum: give the rest up to
             # max_wait_millis (within the hold's timeout) to arrive, parked as if the minimum's
             # last entry were the offset. Any entry counts, matched by the filter or not.
-            wait_s = min(request.max_wait_millis / 1000, deadline - loop.time())
+            now = asyncio.get_running_loop().time()
+            since = now if held_since is None else held_since
+            left_s = self._hold_timeout_ms(request) / 1000 - (now - since)
+            wait_s = min(request.max_wait_millis / 1000, left_s)
             if wait_s > 0:
                 await self.hold.suspend(
                     request.topic, request.queue_id, request.queue_offset + want - 1, None,
