@@ -5,7 +5,9 @@ Theory of operation: routes come from the name servers at first use of a topic a
 round robin; on a failure it retries (``retry_times_when_send_failed``, 2 by default, so 3 tries)
 on a queue of another broker than the one that failed (seed 004), within ``send_msg_timeout``.
 An unknown topic is sent through the default topic's route (``TBW102``) so a broker with
-auto-creation creates it, as RocketMQ does. Batches go in one RPC to one queue.
+auto-creation creates it, as RocketMQ does. Batches go in one RPC to one queue; batches sent
+at once by several tasks to one broker may share an RPC (``producer.coalescer``: at most
+``max_in_flight_sends`` requests out per broker, the batches that wait go together).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.nameserver.client import NameServerClient
+from aiorocketmq.producer.coalescer import SendCoalescer, Slice
 from aiorocketmq.producer.fault import LatencyFaultTolerance
 from aiorocketmq.producer.selector import MessageQueueSelector, TopicPublishInfo
 from aiorocketmq.producer.settings import ProducerSettings, build_producer_settings
@@ -49,6 +52,8 @@ __all__ = ["AUTO_CREATE_TOPIC_KEY_TOPIC", "Producer", "SendResult", "SendStatus"
 log = get_logger("aiorocketmq.producer")
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+# The most a request of batches sent together carries (one batch bigger goes alone).
+COALESCED_MAX_BYTES = 1024 * 1024
 # retryResponseCodes: broker answers worth trying elsewhere.
 _RETRY_CODES = {
     ResponseCode.TOPIC_NOT_EXIST,
@@ -118,6 +123,11 @@ class Producer:
         self.fault = LatencyFaultTolerance()
         self._namesrv: NameServerClient | None = None
         self._brokers = BrokerConnections()
+        self._coalescer = SendCoalescer(
+            self._send_request,
+            max_in_flight=s.max_in_flight_sends,
+            max_bytes=min(s.max_message_size, COALESCED_MAX_BYTES),
+        )
         self._routes: dict[str, common_pb2.TopicRouteData] = {}
         self._publish: dict[str, TopicPublishInfo] = {}
         self._route_lock = asyncio.Lock()
@@ -140,6 +150,7 @@ class Producer:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self._coalescer.close()
         await self._brokers.close()
         if self._namesrv is not None:
             await self._namesrv.close()
@@ -225,41 +236,68 @@ class Producer:
         return topic
 
     async def _send_to(
-        self, mq: MessageQueue, messages: Sequence[Message], timeout: float, oneway: bool = False
+        self,
+        mq: MessageQueue,
+        messages: Sequence[Message],
+        timeout: float,
+        oneway: bool = False,
+        *,
+        movable: bool = False,
     ) -> SendResult:
+        """Send ``messages`` to ``mq`` (or, ``movable``, to a queue of its broker that batches
+        sent at the same time go to) and make their result."""
+        piece = await self._coalescer.send(
+            mq, encode_batch(messages), len(messages), timeout, movable=movable
+        )
+        return self._result(piece, oneway)
+
+    async def _send_request(
+        self, mq: MessageQueue, batch_body: bytes, timeout: float
+    ) -> broker_pb2.SendMessageResponse:
+        """One SendMessage RPC of batch bodies (one batch's, or several joined) to ``mq``."""
         addr = self._broker_addr(mq.topic, mq.broker_name)
         request = broker_pb2.SendMessageRequest(
             producer_group=self.group,
             topic=mq.topic,
             queue_id=mq.queue_id,
-            batch_body=encode_batch(messages),
+            batch_body=batch_body,
             born_host=self.client_id.partition("@")[0],
             born_timestamp=_now_ms(),
             compact_result=True,
         )
         # A transport failure raises ServiceNotAvailable and leaves the shared channel open (gRPC
         # reconnects it); the caller retries on another broker.
-        response = await call(self._brokers.stub(addr).SendMessage, request, timeout)
+        response: broker_pb2.SendMessageResponse = await call(
+            self._brokers.stub(addr).SendMessage, request, timeout
+        )
+        return response
+
+    @staticmethod
+    def _result(piece: Slice, oneway: bool) -> SendResult:
+        """A batch's ``SendResult`` from its slice of the answer."""
+        response, start, end = piece.response, piece.start, piece.start + piece.count
         if response.results:  # a broker without compact results, or a batch with delays
-            ids = [r.msg_id for r in response.results]
-            queue_offset = response.results[0].queue_offset
+            results = response.results[start:end]
+            ids = [r.msg_id for r in results]
+            queue_offset = results[0].queue_offset if results else -1
         elif response.commit_log_offsets:
             # The compact result: an id is the store host and a commit log offset, made here.
             ip, port = parse_host(response.store_host)
-            ids = create_message_ids(ip, port, response.commit_log_offsets)
-            queue_offset = response.first_queue_offset
+            ids = create_message_ids(ip, port, response.commit_log_offsets[start:end])
+            queue_offset = response.first_queue_offset + start
         else:
             ids, queue_offset = [], -1
+        mq = MessageQueue.from_proto(response.message_queue)
         if tracer.enabled and ids:
             # A one-way send is marked: nothing acknowledged it to the application.
             tracer.record(
-                "sent", mq=str(MessageQueue.from_proto(response.message_queue)),
+                "sent", mq=str(mq),
                 offset=queue_offset, count=len(ids), **({"oneway": True} if oneway else {}),
             )
         return SendResult(
             send_status=_STATUS.get(response.send_status, SendStatus.SEND_OK),
             msg_id=ids[0] if ids else "",
-            message_queue=MessageQueue.from_proto(response.message_queue),
+            message_queue=mq,
             queue_offset=queue_offset,
             msg_ids=ids,
         )
@@ -289,7 +327,7 @@ class Producer:
             )
             started = time.monotonic()
             try:
-                result = await self._send_to(mq, messages, remaining, oneway)
+                result = await self._send_to(mq, messages, remaining, oneway, movable=True)
             except MQError as e:
                 latency = (time.monotonic() - started) * 1000
                 self.fault.update_fault_item(mq.broker_name, latency, _now_ms(), isolation=True)

@@ -40,12 +40,22 @@ class ProducerSettings:
     #: Queues of a topic auto-created by a first send. RocketMQ: ``defaultTopicQueueNums``.
     #: Default 4.
     default_topic_queue_nums: int = 4
+    #: Send requests unanswered at most per broker; batches sent while that many are out wait
+    #: and go together in the next request (``producer.coalescer``; Kafka's
+    #: ``max.in.flight.requests.per.connection``). Ours. Default 1: the fewest, fullest
+    #: requests (on 2 cores, 8 tasks sending batches of 100: 341 k msg/s at 1, 299 k at 2).
+    max_in_flight_sends: int = 1
 
     def check(self) -> None:
         """Every option in range (``ValueError`` naming the first that is not)."""
         if self.retry_times_when_send_failed < 0:
             raise ValueError("retry_times_when_send_failed must be >= 0")
-        for name in ("send_msg_timeout_ms", "poll_name_server_interval_ms", "max_message_size"):
+        for name in (
+            "send_msg_timeout_ms",
+            "poll_name_server_interval_ms",
+            "max_message_size",
+            "max_in_flight_sends",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 1 <= self.default_topic_queue_nums <= 1024:

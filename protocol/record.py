@@ -164,6 +164,7 @@ def find_property(text: str, key: str) -> str | None:
 
 
 # ---- hosts and message ids ----------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
 def parse_host(address: str) -> tuple[bytes, int]:
     """``(packed ip, port)`` of an address; ``ValueError`` if it is not an IP address."""
     text = unquote(address.strip())

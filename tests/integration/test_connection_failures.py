@@ -528,7 +528,9 @@ async def test_a_channel_stream_cancelled_by_grpc_reopens_and_only_close_ends_it
 async def test_producer_and_name_server_failures_cancel_no_other_call(
     cluster: LocalCluster, gate: Gate
 ) -> None:
-    producer = Producer("conn-producer", cluster.namesrv_addr)
+    # Every send its own call, all out at once on the shared channel (by default the sends
+    # made while one is out would wait and share the next request).
+    producer = Producer("conn-producer", cluster.namesrv_addr, max_in_flight_sends=32)
     await producer.start()
     try:
         mq = MessageQueue(PROBE, "broker-a", 0)

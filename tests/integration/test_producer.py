@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash, SendStatus
 from aiorocketmq.protocol.errors import InvalidArgument, MessageTooLarge
 from aiorocketmq.protocol.message_queue import MessageQueue
+from aiorocketmq.protocol.record import decode_message_id
 
 pytestmark = pytest.mark.cluster(brokers=2)
 
@@ -71,3 +74,49 @@ async def test_producer_rejects_bad_messages_before_sending(cluster: LocalCluste
             await p.send(Message("bad topic", b"x"))
         with pytest.raises(InvalidArgument):
             await p.send(Message("TBW102", b"x"))
+
+
+async def test_batches_sent_at_once_share_requests_and_each_gets_its_own_result(
+    cluster: LocalCluster,
+) -> None:
+    """Twenty tasks each send a batch at once: while a broker's request is out the others wait
+    and go together (fewer requests than batches), each result names exactly its own messages,
+    where they are stored, in the order of the batch."""
+    await cluster.create_topic("Together", 4)
+    async with Producer("pg", cluster.namesrv_addr) as p:
+        await p.fetch_publish_message_queues("Together")
+        batches = [[Message("Together", b"%d-%d" % (t, i)) for i in range(5)] for t in range(20)]
+        results = await asyncio.gather(*(p.send_batch(b) for b in batches))
+        coalescer = p._coalescer
+        assert coalescer.batches == 20 and coalescer.requests < 20
+        for batch, result in zip(batches, results, strict=True):
+            assert len(result.msg_ids) == 5 and result.msg_id == result.msg_ids[0]
+            store = cluster.broker(result.message_queue.broker_name).store
+            for i, (msg, msg_id) in enumerate(zip(batch, result.msg_ids, strict=True)):
+                stored = store.look_message_by_offset(decode_message_id(msg_id)[2])
+                assert stored is not None and stored.body == msg.body
+                assert stored.queue_id == result.message_queue.queue_id
+                assert stored.queue_offset == result.queue_offset + i
+        assert len({i for r in results for i in r.msg_ids}) == 100
+
+
+@pytest.mark.cluster(brokers=1, overrides={"max_message_size": 1024})
+async def test_a_bad_batch_sent_with_others_fails_only_its_sender(cluster: LocalCluster) -> None:
+    """One batch of several sent together holds a message the broker refuses (larger than the
+    broker's limit, under the producer's): that send fails, the others are stored."""
+    await cluster.create_topic("Mixed", 1)
+    async with Producer("pg", cluster.namesrv_addr) as p:
+        await p.fetch_publish_message_queues("Mixed")
+        good = [[Message("Mixed", b"g%d" % t)] for t in range(6)]
+        outcomes = await asyncio.gather(
+            *(p.send_batch(b) for b in good[:3]),
+            p.send_batch([Message("Mixed", b"x" * 2048)]),
+            *(p.send_batch(b) for b in good[3:]),
+            return_exceptions=True,
+        )
+        assert p._coalescer.batches > p._coalescer.requests  # some went together first
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(errors) == 1 and outcomes[3] is errors[0]
+    assert isinstance(errors[0], MessageTooLarge)
+    stored = cluster.broker("broker-a").store.get_max_offset("Mixed", 0)
+    assert stored == 6
