@@ -191,9 +191,27 @@ PyDoc_STRVAR(build_records_doc,
 "              property_code, cache)\n"
 "--\n\n"
 "The commit-log records and consume-queue units of a batch body, or None.\n\n"
-"(end position, records, units, record positions, distinct tags codes); None when an item\n"
+"(end position, records, units, record positions, distinct tags codes, whether a record\n"
+"has a KEYS or UNIQ_KEY property); None when an item\n"
 "is malformed, its body is empty or over max_body, or property_code answers None for its\n"
 "properties (then the Python implementation decides).");
+
+/* Whether properties ("name\x01value\x02" pairs) name KEYS or UNIQ_KEY: what the key index
+ * reads (the log keeps the ranges of such records; the rest it passes over). */
+static int names_a_key(const unsigned char *p, Py_ssize_t n) {
+    const unsigned char *end = p + n;
+    while (p < end) {
+        const unsigned char *sep = memchr(p, 1, (size_t)(end - p));
+        if (sep == NULL) return 0;
+        Py_ssize_t len = sep - p;
+        if ((len == 4 && memcmp(p, "KEYS", 4) == 0) || (len == 8 && memcmp(p, "UNIQ_KEY", 8) == 0))
+            return 1;
+        const unsigned char *next = memchr(sep, 2, (size_t)(end - sep));
+        if (next == NULL) return 0;
+        p = next + 1;
+    }
+    return 0;
+}
 
 static PyObject *build_records(PyObject *self, PyObject *args) {
     Py_buffer batch, middle, topic_part;
@@ -235,6 +253,7 @@ static PyObject *build_records(PyObject *self, PyObject *args) {
     codes = PyList_New(0);
     if (codes == NULL) goto done;
     /* The tags code of each item, from its properties (Python decides, once per distinct set). */
+    int keyed = 0;
     {
         int64_t last = 0;
         int have_last = 0;
@@ -245,6 +264,7 @@ static PyObject *build_records(PyObject *self, PyObject *args) {
             Py_ssize_t props_len = total - BATCH_ITEM_FIXED - body_len;
             int64_t code = 0;
             if (props_len > 0) {
+                if (!keyed) keyed = names_a_key(p + BATCH_ITEM_FIXED + body_len, props_len);
                 PyObject *answer =
                     cached_call(cache, property_code, p + BATCH_ITEM_FIXED + body_len, props_len);
                 if (answer == NULL) goto done;
@@ -315,7 +335,8 @@ static PyObject *build_records(PyObject *self, PyObject *args) {
             qoff++;
             pos += total;
         }
-        result = Py_BuildValue("(LOOOO)", (long long)phys, records, units, placed, codes);
+        result = Py_BuildValue("(LOOOOO)", (long long)phys, records, units, placed, codes,
+                               keyed ? Py_True : Py_False);
     }
     goto done;
 fallback:

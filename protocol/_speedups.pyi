@@ -15,7 +15,7 @@ def build_records(
     property_code: Callable[[bytes], int | None],
     cache: dict[bytes, int | None],
     /,
-) -> tuple[int, bytes, bytes, list[int], list[int]] | None: ...
+) -> tuple[int, bytes, bytes, list[int], list[int], bool] | None: ...
 def decode_records(
     data: bytes | memoryview,
     broker_name: str,

@@ -59,8 +59,24 @@ _ITEM_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLEN
 _I16 = struct.Struct(">h")
 _CQ_UNIT = struct.Struct(">qiq")  # the consume queue's entry: offset, size, tags code
 
-BuildResult = tuple[int, bytes, bytes, list[int], list[int]]
-"""(end position, records, consume-queue units, record positions, distinct tags codes)."""
+BuildResult = tuple[int, bytes, bytes, list[int], list[int], bool]
+"""(end position, records, consume-queue units, record positions, distinct tags codes, whether
+a record has a KEYS or UNIQ_KEY property: what the key index reads)."""
+
+_KEY_NAMES = (b"KEYS", b"UNIQ_KEY")
+
+
+def _names_a_key(properties: bytes) -> bool:
+    """Whether ``name\x01value\x02`` properties name KEYS or UNIQ_KEY (read as the C module
+    reads them: a name runs to the next ``\x01``, its value to the next ``\x02``)."""
+    at = 0
+    while (sep := properties.find(b"\x01", at)) >= 0:
+        if properties[at:sep] in _KEY_NAMES:
+            return True
+        at = properties.find(b"\x02", sep) + 1
+        if at == 0:
+            break
+    return False
 
 
 # ---- the producer's side ------------------------------------------------------------------------
@@ -185,6 +201,7 @@ def build_records_py(
     ``topic_part`` the topic with its length, both the same for the whole batch.
     """
     items: list[tuple[int, bytes, bytes, int]] = []  # flag, body, properties, tags code
+    keyed = False
     try:
         for pos, total, flag, body_length in _items(batch):
             if not 1 <= body_length <= max_body:
@@ -192,6 +209,7 @@ def build_records_py(
             properties = batch[pos + 22 + body_length : pos + total]
             code = 0
             if properties:
+                keyed = keyed or _names_a_key(properties)
                 if properties in cache:
                     answer = cache[properties]
                 else:
@@ -228,7 +246,7 @@ def build_records_py(
         codes.setdefault(code)
         queue_offset += 1
         position += size
-    return position, b"".join(parts), b"".join(units), placed, list(codes)
+    return position, b"".join(parts), b"".join(units), placed, list(codes), keyed
 
 
 def decode_batch(batch: bytes, topic: str) -> list[Message]:

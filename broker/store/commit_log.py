@@ -468,10 +468,11 @@ class CommitLog:
         seg = self._writable_segment()
         return seg.start + seg.wrote, seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH
 
-    def append_at(self, position: int, data: bytes) -> None:
+    def append_at(self, position: int, data: bytes, *, keyed: bool | None = None) -> None:
         """Write records built for ``position`` (from ``write_position``), in one write.
 
-        On failure the log is cut back to ``position``.
+        ``keyed``: whether a record has a key, when the caller knows (else the records are
+        searched). On failure the log is cut back to ``position``.
         """
         seg = self._segments[-1]
         if seg.full or position != seg.start + seg.wrote:
@@ -479,7 +480,7 @@ class CommitLog:
         if position + len(data) > seg.start + seg.capacity - END_FILE_MIN_BLANK_LENGTH:
             raise ValueError(f"{len(data)} bytes at {position} overflow the segment")
         try:
-            self._write(seg, data)
+            self._write(seg, data, keyed)
         except BaseException:
             self.truncate(position)
             raise
@@ -545,16 +546,18 @@ class CommitLog:
             raise
         return placed
 
-    def _write(self, seg: _Segment, data: bytes) -> None:
+    def _write(self, seg: _Segment, data: bytes, keyed: bool | None = None) -> None:
         pwrite_all(seg.fd, data, seg.wrote)
         start = seg.start + seg.wrote
         seg.wrote += len(data)
-        if any(marker in data for marker in _KEY_MARKERS):  # C searches, no record parsed
-            keyed = self._keyed
-            if keyed and keyed[-1][1] == start:
-                keyed[-1][1] = start + len(data)
+        if keyed is None:  # not known: C searches, no record parsed
+            keyed = any(marker in data for marker in _KEY_MARKERS)
+        if keyed:
+            ranges = self._keyed
+            if ranges and ranges[-1][1] == start:
+                ranges[-1][1] = start + len(data)
             else:
-                keyed.append([start, start + len(data)])
+                ranges.append([start, start + len(data)])
 
     def keyed_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
         """The parts of ``[start, end)`` (record boundaries) whose records may hold a key: the

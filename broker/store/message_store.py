@@ -771,7 +771,8 @@ class MessageStore:
             mark = commit_log.max_offset
             try:
                 position, limit = commit_log.write_position()
-                built: tuple[int, bytes, bytes, list[int], Iterable[int]] | None = None
+                built: tuple[int, bytes, bytes, list[int], Iterable[int], bool | None] | None
+                built = None
                 if batch_body is not None:
                     # A producer's batch body: its records built in one pass (in C when built).
                     built = build_records(
@@ -800,8 +801,8 @@ class MessageStore:
                         refuse_delayed,
                     )
                 if built[0] <= limit:  # the usual case: the batch fits the current segment
-                    _, records, units, placed, codes = built
-                    commit_log.append_at(position, records)
+                    _, records, units, placed, codes, keyed = built
+                    commit_log.append_at(position, records, keyed=keyed)
                 else:  # the records roll into a new segment: the general path
                     items, codes, payload = self._encode_batch(topic, plain, born, check_topics)
                     placed = commit_log.append_encoded(encoder, items, queue_offset, payload)
@@ -838,11 +839,12 @@ class MessageStore:
         position: int,
         check_topics: bool,
         refuse_delayed: bool,
-    ) -> tuple[int, bytes, bytes, list[int], Iterable[int]]:
+    ) -> tuple[int, bytes, bytes, list[int], Iterable[int], bool | None]:
         """Validate and encode in one pass, records from ``position`` on, with no segment roll.
 
-        ``(end position, records, consume-queue entries, record positions, tags codes)``; the
-        caller checks that the end fits the segment.
+        ``(end position, records, consume-queue entries, record positions, tags codes, None)``
+        (the last: whether a record has a key, not known here); the caller checks that the end
+        fits the segment.
         """
         pack = encoder.header.pack
         middle = encoder.middle
@@ -913,7 +915,7 @@ class MessageStore:
                 last_code = code
             queue_offset += 1
             position += size
-        return position, b"".join(parts), b"".join(units), placed, codes
+        return position, b"".join(parts), b"".join(units), placed, codes, None
 
     def _notify_arrival(
         self, topic: str, queue_id: int, max_offset: int, tags_codes: Iterable[int]

@@ -101,7 +101,8 @@ def test_build_records_c_and_python_agree_and_round_trip(
     if not all(is_plain(m) for m in messages):
         return  # a user property named TAGS, KEYS or DELAY: the general path decides
     assert expected is not None
-    end, records, units, placed, codes = expected  # type: ignore[misc]
+    end, records, units, placed, codes, keyed = expected  # type: ignore[misc]
+    assert keyed == any(m.keys or "UNIQ_KEY" in m.properties for m in messages)
     assert end == 5000 + len(records) and len(units) == 20 * len(messages)
     decoded = decode_records(records, "b", check_crc=True)
     assert decoded == decode_records_py(records, "b", check_crc=True)
@@ -119,6 +120,31 @@ def test_build_records_c_and_python_agree_and_round_trip(
     assert [u[2] for u in units_read] == tag_codes
     assert codes == list(dict.fromkeys(tag_codes))
     assert decode_batch(body, TOPIC) == messages
+
+
+@pytest.mark.parametrize(
+    ("properties", "keyed"),
+    [
+        ({}, False),
+        ({"UNIQ_KEY": "7F00"}, True),
+        ({"a": "KEYS", "KEYSX": "1", "XUNIQ_KEY": "2"}, False),  # a name is whole, a value no name
+        ({"a": "1", "UNIQ_KEY": "2"}, True),
+    ],
+)
+def test_build_records_says_whether_a_record_names_a_key(
+    properties: dict[str, str], keyed: bool
+) -> None:
+    """What the key index reads: the log keeps the ranges of keyed records (else it searched
+    every write for the names, a fifth of a microsecond a message)."""
+    messages = [Message(TOPIC, b"x", properties=dict(properties)), Message(TOPIC, b"y")]
+    enc = encoder()
+    for fn in (build_records_py, speedups.build_records if speedups is not None else None):
+        if fn is None:
+            continue
+        built = build(fn, encode_batch(messages), enc)
+        assert built is not None and built[5] is keyed  # type: ignore[index]
+        with_keys = build(fn, encode_batch([Message(TOPIC, b"z", keys="k"), *messages]), enc)
+        assert with_keys is not None and with_keys[5] is True  # type: ignore[index]
 
 
 @given(messages_st, st.data())
