@@ -163,6 +163,8 @@ static inline void wr64(unsigned char *p, int64_t v) {
 
 /* The cached answer of `fn(raw)` for the raw bytes at p (a new reference), or NULL with an
  * error set. The cache keeps at most PROPERTY_CACHE_MAX entries. */
+static const char HEX[] = "0123456789ABCDEF";
+
 static PyObject *cached_call(PyObject *cache, PyObject *fn, const unsigned char *p, Py_ssize_t n) {
     PyObject *key = PyBytes_FromStringAndSize((const char *)p, n);
     if (key == NULL) return NULL;
@@ -353,6 +355,137 @@ done:
     return result;
 }
 
+/* ---- the producer's side: batch bodies and message ids ------------------------------------- */
+PyDoc_STRVAR(encode_batch_doc,
+"encode_batch(messages, properties_of, max_properties)\n"
+"--\n\n"
+"The batch body of messages (protocol.batch.encode_batch), or None when a message is not\n"
+"what it expects (a body not bytes, a flag out of int32, properties over max_properties),\n"
+"for the Python implementation to answer or name. properties_of(message) gives the encoded\n"
+"properties of a message with tags, keys, properties or a delay level.");
+
+/* Whether the message has anything that goes in its properties (a truthy attribute). */
+static int has_properties(PyObject *m) {
+    static const char *const names[] = {"properties", "tags", "keys", "delay_time_level"};
+    for (int i = 0; i < 4; i++) {
+        PyObject *v = PyObject_GetAttrString(m, names[i]);
+        if (v == NULL) return -1;
+        int truth = PyObject_IsTrue(v);
+        Py_DECREF(v);
+        if (truth != 0) return truth;
+    }
+    return 0;
+}
+
+static PyObject *encode_batch_c(PyObject *self, PyObject *args) {
+    PyObject *messages, *properties_of;
+    Py_ssize_t max_props;
+    if (!PyArg_ParseTuple(args, "OOn", &messages, &properties_of, &max_props)) return NULL;
+    PyObject *seq = PySequence_Fast(messages, "messages must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *result = NULL;
+    /* Per message: its body and properties (new references) and its flag. */
+    PyObject **parts = PyMem_Calloc((size_t)(2 * n + 1), sizeof(PyObject *));
+    int32_t *flags = PyMem_Malloc(sizeof(int32_t) * (size_t)(n + 1));
+    if (parts == NULL || flags == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = items[i];
+        PyObject *body = PyObject_GetAttrString(m, "body");
+        if (body == NULL) goto done;
+        parts[2 * i] = body;
+        PyObject *flag = PyObject_GetAttrString(m, "flag");
+        if (flag == NULL) goto done;
+        int overflow = 0;
+        long long f = PyLong_Check(flag) ? PyLong_AsLongLongAndOverflow(flag, &overflow) : 0;
+        int flag_ok = PyLong_Check(flag) && !overflow && f >= INT32_MIN && f <= INT32_MAX;
+        Py_DECREF(flag);
+        if (!flag_ok || !PyBytes_Check(body) || PyBytes_GET_SIZE(body) > INT32_MAX / 2) goto fallback;
+        flags[i] = (int32_t)f;
+        int has = has_properties(m);
+        if (has < 0) goto done;
+        PyObject *props = has ? PyObject_CallOneArg(properties_of, m) : PyBytes_FromStringAndSize(NULL, 0);
+        if (props == NULL) goto done;
+        parts[2 * i + 1] = props;
+        if (!PyBytes_Check(props) || PyBytes_GET_SIZE(props) > max_props) goto fallback;
+        total += BATCH_ITEM_FIXED + PyBytes_GET_SIZE(body) + PyBytes_GET_SIZE(props);
+    }
+    result = PyBytes_FromStringAndSize(NULL, total);
+    if (result == NULL) goto done;
+    {
+        unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t body_len = PyBytes_GET_SIZE(parts[2 * i]);
+            Py_ssize_t props_len = PyBytes_GET_SIZE(parts[2 * i + 1]);
+            wr32(out, (int32_t)(BATCH_ITEM_FIXED + body_len + props_len));
+            wr32(out + 4, 0);
+            wr32(out + 8, 0);
+            wr32(out + 12, flags[i]);
+            wr32(out + 16, (int32_t)body_len);
+            memcpy(out + 20, PyBytes_AS_STRING(parts[2 * i]), (size_t)body_len);
+            out += 20 + body_len;
+            wr16(out, (int16_t)props_len);
+            memcpy(out + 2, PyBytes_AS_STRING(parts[2 * i + 1]), (size_t)props_len);
+            out += 2 + props_len;
+        }
+    }
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    if (parts != NULL)
+        for (Py_ssize_t i = 0; i < 2 * n; i++) Py_XDECREF(parts[i]);
+    PyMem_Free(parts);
+    PyMem_Free(flags);
+    Py_DECREF(seq);
+    return result;
+}
+
+PyDoc_STRVAR(message_ids_doc,
+"message_ids(prefix, offsets)\n"
+"--\n\n"
+"prefix (the store host's 16 or 40 upper-case hex digits) followed by each offset as 16\n"
+"upper-case hex digits: the offset message ids of one send's answer.");
+
+static PyObject *message_ids(PyObject *self, PyObject *args) {
+    PyObject *prefix, *offsets;
+    if (!PyArg_ParseTuple(args, "UO", &prefix, &offsets)) return NULL;
+    if (!PyUnicode_IS_ASCII(prefix)) {
+        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII hex digits");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(offsets, "offsets must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), plen = PyUnicode_GET_LENGTH(prefix);
+    const char *p = (const char *)PyUnicode_DATA(prefix);
+    PyObject *ids = PyList_New(n);
+    if (ids == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) goto fail;
+        PyObject *id = PyUnicode_New(plen + 16, 127);
+        if (id == NULL) goto fail;
+        char *d = (char *)PyUnicode_DATA(id);
+        memcpy(d, p, (size_t)plen);
+        for (int k = 15; k >= 0; k--) {
+            d[plen + k] = HEX[v & 0xF];
+            v >>= 4;
+        }
+        PyList_SET_ITEM(ids, i, id);
+    }
+    Py_DECREF(seq);
+    return ids;
+fail:
+    Py_XDECREF(ids);
+    Py_DECREF(seq);
+    return NULL;
+}
+
 /* ---- MessageExt without its __init__ ------------------------------------------------------ */
 /* decode_records makes one MessageExt per record. Calling the dataclass's __init__ (18
  * arguments, in Python) was half of the decode's time, so when MessageExt is what we expect,
@@ -418,7 +551,6 @@ static PyObject *fill_ext(PyObject **values) {
     return obj;
 }
 
-static const char HEX[] = "0123456789ABCDEF";
 
 /* ---- one pull record's layout ------------------------------------------------------------ */
 /* Where the fields of the record at p are (avail bytes from p on), after the checks that make
@@ -920,6 +1052,8 @@ static PyObject *crc32_py(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static PyMethodDef methods[] = {
     {"build_records", build_records, METH_VARARGS, build_records_doc},
+    {"encode_batch", encode_batch_c, METH_VARARGS, encode_batch_doc},
+    {"message_ids", message_ids, METH_VARARGS, message_ids_doc},
     {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
     {"decode_columns", decode_columns, METH_VARARGS, decode_columns_doc},
     {"select_units", select_units, METH_VARARGS, select_units_doc},

@@ -1,7 +1,7 @@
 # ruff: noqa: E501
 """Types of ``aiorocketmq.protocol._speedups`` (C, optional): see ``aiorocketmq.protocol.batch`` and ``aiorocketmq.protocol.record``."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 def build_records(
@@ -38,3 +38,7 @@ def select_units(
     /,
 ) -> tuple[int, list[tuple[int, int]], list[tuple[int, int, int]]]: ...
 def crc32(data: bytes, /, table: bool = False) -> int: ...
+def encode_batch(
+    messages: Sequence[Any], properties_of: Callable[[Any], bytes], max_properties: int, /
+) -> bytes | None: ...
+def message_ids(prefix: str, offsets: Sequence[int], /) -> list[str]: ...

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from aiorocketmq.protocol.errors import MessageIllegal
 from aiorocketmq.protocol.message import Message, MessageConst
@@ -110,10 +110,21 @@ def batch_item(body: bytes, properties: bytes, flag: int) -> bytes:
 
 
 def encode_batch(messages: Iterable[Message]) -> bytes:
-    """The batch body of ``messages`` (their topic travels in the request).
+    """The batch body of ``messages`` (their topic travels in the request); in C when built.
 
     ``MessageIllegal`` when a message's properties do not fit the int16 length.
     """
+    if _c_encode_batch is not None:
+        if not isinstance(messages, list | tuple):
+            messages = list(messages)
+        body: bytes | None = _c_encode_batch(messages, message_properties, MAX_PROPERTIES_LENGTH)
+        if body is not None:
+            return body
+    return encode_batch_py(messages)
+
+
+def encode_batch_py(messages: Iterable[Message]) -> bytes:
+    """``encode_batch`` in Python (and where the C one declines: it names the fault)."""
     parts: list[bytes] = []
     for index, message in enumerate(messages):
         properties = message_properties(message)
@@ -287,5 +298,17 @@ def _speedup() -> Callable[..., BuildResult | None] | None:
     return None if _speedups is None else _speedups.build_records
 
 
+_Encoder = Callable[[Sequence[Message], Callable[[Message], bytes], int], bytes | None]
+
+
+def _c_encoder() -> _Encoder | None:
+    from aiorocketmq.protocol.record import _speedups
+
+    return None if _speedups is None else _speedups.encode_batch
+
+
 build_records: Callable[..., BuildResult | None] = _speedup() or build_records_py
 """``build_records_py``, in C when ``aiorocketmq.protocol._speedups`` was built."""
+
+_c_encode_batch: _Encoder | None = _c_encoder()
+"""``encode_batch`` in C, when ``aiorocketmq.protocol._speedups`` was built."""

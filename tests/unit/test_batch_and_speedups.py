@@ -317,3 +317,36 @@ def test_select_units_c_and_python_agree(
     assert len(chosen) <= max_nums and scanned <= len(spec)
     assert sum(count for _, _, count in runs) == len(chosen)
     assert sum(size for _, size, _ in runs) == sum(size for _, size in chosen)
+
+
+@given(messages_st)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+def test_encode_batch_c_and_python_agree(messages: list[Message]) -> None:
+    expected = batch_module.encode_batch_py(messages)
+    assert encode_batch(messages) == expected
+    assert encode_batch(iter(messages)) == expected  # any iterable, read once
+    if speedups is not None:
+        assert speedups.encode_batch(messages, message_properties, 32767) == expected
+
+
+@needs_c
+def test_the_c_encoder_leaves_what_it_does_not_expect_to_python() -> None:
+    """A body not bytes, a flag out of int32, properties over the limit: None, and the Python
+    encoder answers (or names the fault)."""
+    assert speedups is not None
+    odd = [Message(TOPIC, bytearray(b"x")), Message(TOPIC, b"y", flag=2**31)]  # type: ignore[arg-type]
+    for m in odd:
+        assert speedups.encode_batch([m], message_properties, 32767) is None
+    big = Message(TOPIC, b"x", properties={"big": "v" * 40000})
+    assert speedups.encode_batch([big], message_properties, 32767) is None
+    with pytest.raises(MessageIllegal, match="messages\\[1\\]: message properties"):
+        encode_batch([Message(TOPIC, b"ok"), big])
+
+
+@given(st.lists(st.integers(0, 2**63 - 1), max_size=50), st.sampled_from([V4, V6]))
+def test_message_ids_c_and_python_agree(offsets: list[int], host: tuple[bytes, int]) -> None:
+    ids = record_module.create_message_ids(*host, offsets)
+    assert ids == [record_module.create_message_id(*host, o) for o in offsets]
+    if speedups is not None:
+        with pytest.raises(OverflowError):
+            speedups.message_ids("00", [2**64])
