@@ -123,7 +123,13 @@ class SendCoalescer:
             raise
 
     async def close(self) -> None:
-        """Cancel the requests out (at the producer's shutdown)."""
+        """At the producer's shutdown: the batches waiting fail, the requests out are cancelled
+        (their batches fail too)."""
+        for waiting in self._waiting.values():
+            for batch in waiting:
+                batch.future.set_exception(ServiceNotAvailable("the producer shut down"))
+                batch.future.add_done_callback(_retrieve)
+        self._waiting.clear()
         for task in self._requests:
             task.cancel()
         await asyncio.gather(*self._requests, return_exceptions=True)

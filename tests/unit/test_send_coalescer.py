@@ -194,6 +194,11 @@ async def test_close_cancels_the_requests_out_and_their_callers_hear_of_it() -> 
     c = coalescer(broker)
     sent = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=True))
     await idle()
+    waiting = asyncio.ensure_future(c.send(A0, b"b", 1, 5, movable=True))
+    await idle()
     await c.close()
     with pytest.raises(ServiceNotAvailable, match="abandoned"):
         await sent
+    with pytest.raises(ServiceNotAvailable, match="shut down"):
+        await waiting
+    assert len(broker.requests) == 1
