@@ -13,8 +13,12 @@ Rules:
 
 - A request carries batches of one topic to one queue: the first waiting batch's. A batch whose
   queue the producer chose itself (round robin, ``movable``) may ride to another queue of the
-  same broker, as Kafka's sticky partitioner sends records without a key; a batch sent to a
-  queue the caller named (or a selector's: orderly sends) rides only to that queue.
+  same broker that was chosen the same way, as Kafka's sticky partitioner sends records
+  without a key; a batch sent to a queue the caller named (or a selector's: orderly sends)
+  rides only to that queue, and only batches for that queue ride with it (a queue the broker
+  refuses fails only those who named it).
+- A batch with a delayed message goes alone (``alone``): the broker stores such a request
+  message by message, which would take the others' batches off their one atomic write.
 - Order: batches go in the order they were sent, each whole and contiguous in the request, so
   each gets its own slice of the answer (queue offsets, commit log offsets, message ids).
 - Size: a request stops growing at ``max_bytes`` (a batch bigger than that goes alone).
@@ -22,13 +26,16 @@ Rules:
   it, and each caller retries as it would have alone (on another broker). A refusal that may
   be one batch's fault (an illegal message) sends each batch again alone, so only the culprit's
   caller hears of it: one caller's bad batch never fails another's.
-- A caller that gives up (its timeout, or cancelled) before its batch went leaves the queue;
+- Deadlines: a request's is the earliest of its batches' (so no caller gives up on a request
+  still out, and retries it elsewhere while it is stored). A caller that gives up (cancelled)
+  before its batch went leaves the queue, and its batch is never sent, not even again alone;
   after, its batch is sent and stored all the same, as a send whose answer was lost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -76,14 +83,22 @@ def _retrieve(future: asyncio.Future[Slice]) -> None:
         future.exception()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Batch:
     mq: MessageQueue
     body: bytes
     count: int
     movable: bool
+    alone: bool
     deadline: float
     future: asyncio.Future[Slice] = field(default_factory=_new_future)
+    abandoned: bool = False  # its caller gave up: never sent from now on
+
+    def rides_with(self, first: _Batch) -> bool:
+        """Whether this batch may go in ``first``'s request (to ``first``'s queue)."""
+        if self.alone or first.alone or self.mq.topic != first.mq.topic:
+            return False
+        return self.mq == first.mq or (self.movable and first.movable)
 
 
 class SendCoalescer:
@@ -102,17 +117,26 @@ class SendCoalescer:
         self.batches = 0
 
     async def send(
-        self, mq: MessageQueue, body: bytes, count: int, timeout: float, *, movable: bool
+        self,
+        mq: MessageQueue,
+        body: bytes,
+        count: int,
+        timeout: float,
+        *,
+        movable: bool,
+        alone: bool = False,
     ) -> Slice:
         """Send one batch (``count`` messages encoded in ``body``) to ``mq`` or, if
-        ``movable``, to another queue of its broker with others; its slice of the answer."""
-        batch = _Batch(mq, body, count, movable, time.monotonic() + timeout)
+        ``movable``, to another queue of its broker with others (never, if ``alone``); its
+        slice of the answer."""
+        batch = _Batch(mq, body, count, movable, alone, time.monotonic() + timeout)
         waiting = self._waiting.setdefault(mq.broker_name, deque())
         waiting.append(batch)
         self._drain(mq.broker_name)
         try:
             return await asyncio.wait_for(asyncio.shield(batch.future), timeout)
         except (TimeoutError, asyncio.CancelledError) as e:
+            batch.abandoned = True
             batch.future.add_done_callback(_retrieve)
             if batch in waiting:  # never sent: nothing of it reached the broker
                 waiting.remove(batch)
@@ -133,7 +157,7 @@ class SendCoalescer:
         self._waiting.clear()
         for task in self._requests:
             task.cancel()
-        await asyncio.gather(*self._requests, return_exceptions=True)
+        await asyncio.gather(*self._requests, return_exceptions=True)  # each fails its batches
 
     def _drain(self, broker: str) -> None:
         """Send what waits for ``broker`` while it has a request slot free."""
@@ -141,9 +165,11 @@ class SendCoalescer:
         while waiting and self._in_flight.get(broker, 0) < self.max_in_flight:
             group = self._take(waiting)
             self._in_flight[broker] = self._in_flight.get(broker, 0) + 1
-            task = asyncio.ensure_future(self._request(broker, group))
+            task = asyncio.ensure_future(self._send_group(group))
             self._requests.add(task)
-            task.add_done_callback(self._requests.discard)
+            # A callback, not a ``finally``: it runs even for a task cancelled before it began.
+            done = functools.partial(self._request_done, broker=broker, group=group)
+            task.add_done_callback(done)
         if waiting is not None and not waiting:
             del self._waiting[broker]
 
@@ -153,8 +179,7 @@ class SendCoalescer:
         group, size, left = [first], len(first.body), deque[_Batch]()
         while waiting:
             b = waiting.popleft()
-            fits = size + len(b.body) <= self.max_bytes
-            if fits and b.mq.topic == first.mq.topic and (b.movable or b.mq == first.mq):
+            if size + len(b.body) <= self.max_bytes and b.rides_with(first):
                 group.append(b)
                 size += len(b.body)
             else:
@@ -162,18 +187,22 @@ class SendCoalescer:
         waiting.extend(left)
         return group
 
-    async def _request(self, broker: str, group: list[_Batch]) -> None:
-        try:
-            await self._send_group(group)
-        finally:
-            self._in_flight[broker] -= 1
-            self._drain(broker)
+    def _request_done(self, task: asyncio.Task[None], broker: str, group: list[_Batch]) -> None:
+        """A request ended: its slot is free, and a batch it left unanswered (cancelled,
+        perhaps before it began) fails."""
+        self._requests.discard(task)
+        self._in_flight[broker] -= 1
+        for b in group:
+            if not b.future.done():
+                b.future.set_exception(ServiceNotAvailable("the send was abandoned"))
+                b.future.add_done_callback(_retrieve)
+        self._drain(broker)
 
     async def _send_group(self, group: list[_Batch]) -> None:
-        live = [b for b in group if not b.future.done()]
+        live = [b for b in group if not b.abandoned and not b.future.done()]
         if not live:
             return
-        timeout = max(0.001, max(b.deadline for b in live) - time.monotonic())
+        timeout = max(0.001, min(b.deadline for b in live) - time.monotonic())
         body = live[0].body if len(live) == 1 else b"".join(b.body for b in live)
         self.requests += 1
         self.batches += len(live)
@@ -190,13 +219,10 @@ class SendCoalescer:
                     b.future.set_exception(e)
             return
         except BaseException as e:
-            for b in live:
-                if not b.future.done():
-                    b.future.set_exception(
-                        ServiceNotAvailable(f"the send was abandoned: {e!r}")
-                        if isinstance(e, asyncio.CancelledError)
-                        else e
-                    )
+            if not isinstance(e, asyncio.CancelledError):  # cancelled: ``_request_done``
+                for b in live:
+                    if not b.future.done():
+                        b.future.set_exception(e)
             raise
         start = 0
         for b in live:

@@ -247,7 +247,12 @@ class Producer:
         """Send ``messages`` to ``mq`` (or, ``movable``, to a queue of its broker that batches
         sent at the same time go to) and make their result."""
         piece = await self._coalescer.send(
-            mq, encode_batch(messages), len(messages), timeout, movable=movable
+            mq,
+            encode_batch(messages),
+            len(messages),
+            timeout,
+            movable=movable,
+            alone=any(m.delay_time_level > 0 for m in messages),
         )
         return self._result(piece, oneway)
 

@@ -44,6 +44,7 @@ import functools
 import ipaddress
 import os
 import struct
+import warnings
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -328,6 +329,14 @@ def _load_speedups() -> Any:
     try:
         from aiorocketmq.protocol import _speedups
     except ImportError:
+        return None
+    if not hasattr(_speedups, "message_ids"):  # built from an older source: rebuild it
+        warnings.warn(
+            "aiorocketmq.protocol._speedups is older than its source; using the Python code "
+            "(reinstall the package to rebuild it)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     return _speedups
 

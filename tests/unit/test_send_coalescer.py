@@ -90,7 +90,7 @@ async def test_a_lone_batch_goes_at_once_and_later_ones_share_the_next_request()
     assert (c.requests, c.batches) == (2, 4)
 
 
-async def test_a_batch_for_a_named_queue_rides_only_to_that_queue_and_topics_never_mix() -> None:
+async def test_named_queues_take_only_their_own_riders_and_topics_never_mix() -> None:
     broker = FakeBroker()
     c = coalescer(broker)
     out = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=False))
@@ -105,12 +105,13 @@ async def test_a_batch_for_a_named_queue_rides_only_to_that_queue_and_topics_nev
         )
     ]
     await idle()
-    for _ in range(3):
+    for _ in range(4):
         await broker.answer()
     await asyncio.gather(out, *sends)
     assert [(mq, body) for mq, body in broker.requests] == [
         (A0, b"a"),
-        (A1, b"nmo"),  # the movable A0 batch rides to A1 with the named ones
+        (A1, b"no"),  # the movable A0 batch does not ride to a named queue
+        (A0, b"m"),
         (U0, b"u"),
     ]
 
@@ -202,3 +203,54 @@ async def test_close_cancels_the_requests_out_and_their_callers_hear_of_it() -> 
     with pytest.raises(ServiceNotAvailable, match="shut down"):
         await waiting
     assert len(broker.requests) == 1
+
+
+async def test_movable_batches_share_requests_and_a_delayed_one_goes_alone() -> None:
+    broker = FakeBroker()
+    c = coalescer(broker)
+    first = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=True))
+    await idle()
+    sends = [
+        asyncio.ensure_future(c.send(mq, body, 1, 5, movable=True, alone=alone))
+        for mq, body, alone in ((A1, b"b", False), (A0, b"d", True), (A0, b"c", False))
+    ]
+    for _ in range(3):
+        await broker.answer()
+    await asyncio.gather(first, *sends)
+    assert broker.requests == [(A0, b"a"), (A1, b"bc"), (A0, b"d")]
+
+
+async def test_a_batch_given_up_is_not_sent_again_alone() -> None:
+    """A refused request's batches go again one by one, but not the one whose caller gave up
+    meanwhile (it may be retrying elsewhere: sending it too would store it twice)."""
+    broker = FakeBroker()
+    broker.refuse = b"!"
+    c = coalescer(broker)
+    first = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=True))
+    await idle()
+    good = asyncio.ensure_future(c.send(A0, b"g", 1, 5, movable=True))
+    gone = asyncio.ensure_future(c.send(A0, b"x", 1, 5, movable=True))
+    bad = asyncio.ensure_future(c.send(A0, b"!", 1, 5, movable=True))
+    await broker.answer()  # the first; the three go together
+    await idle()
+    gone.cancel()
+    await broker.answer()  # refused: each again alone, but not the one given up
+    await broker.answer(2)
+    await first
+    assert offsets(await good) == [1]
+    with pytest.raises(MessageIllegal):
+        await bad
+    assert [body for _, body in broker.requests] == [b"a", b"gx!", b"g", b"!"]
+
+
+async def test_a_request_cancelled_before_it_began_frees_its_slot_and_fails_its_batches() -> None:
+    broker = FakeBroker()
+    c = coalescer(broker)
+    sent = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=True))
+    await asyncio.sleep(0)  # queued and its request task created, not yet begun
+    await c.close()
+    with pytest.raises(ServiceNotAvailable, match="abandoned"):
+        await sent
+    later = asyncio.ensure_future(c.send(A0, b"b", 1, 5, movable=True))
+    await broker.answer()
+    assert offsets(await later) == [0]  # the slot was freed: the next batch went at once
