@@ -66,6 +66,23 @@ def coalescer(
     return SendCoalescer(broker.send, max_in_flight=max_in_flight, max_bytes=max_bytes)
 
 
+def go(c: SendCoalescer, body: bytes, mq: MessageQueue = A0) -> asyncio.Future[Slice]:
+    """A movable batch of one message per byte, sent to ``mq`` in a task of its own."""
+    return asyncio.ensure_future(c.send(mq, body, len(body), 5, movable=True))
+
+
+async def one_out(
+    *, movable: bool = True, refuse: bytes | None = None
+) -> tuple[FakeBroker, SendCoalescer, asyncio.Future[Slice]]:
+    """A broker, a coalescer, and a first batch (``b"a"`` to A0) out and unanswered."""
+    broker = FakeBroker()
+    broker.refuse = refuse
+    c = coalescer(broker)
+    first = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=movable))
+    await idle()
+    return broker, c, first
+
+
 def offsets(piece: Slice) -> list[int]:
     return list(piece.response.commit_log_offsets[piece.start : piece.start + piece.count])
 
@@ -91,10 +108,7 @@ async def test_a_lone_batch_goes_at_once_and_later_ones_share_the_next_request()
 
 
 async def test_named_queues_take_only_their_own_riders_and_topics_never_mix() -> None:
-    broker = FakeBroker()
-    c = coalescer(broker)
-    out = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=False))
-    await idle()
+    broker, c, out = await one_out(movable=False)
     sends = [
         asyncio.ensure_future(c.send(mq, body, 1, 5, movable=movable))
         for mq, body, movable in (
@@ -138,14 +152,8 @@ async def test_a_request_stops_growing_at_max_bytes() -> None:
 
 
 async def test_a_bad_batch_fails_only_its_caller() -> None:
-    broker = FakeBroker()
-    broker.refuse = b"!"
-    c = coalescer(broker)
-    first = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=True))
-    await idle()
-    good = asyncio.ensure_future(c.send(A0, b"good", 4, 5, movable=True))
-    bad = asyncio.ensure_future(c.send(A0, b"!", 1, 5, movable=True))
-    also = asyncio.ensure_future(c.send(A0, b"ok", 2, 5, movable=True))
+    broker, c, first = await one_out(refuse=b"!")
+    good, bad, also = go(c, b"good"), go(c, b"!"), go(c, b"ok")
     await idle()
     for _ in range(5):  # the first; the three together, refused; each of them again alone
         await broker.answer()
@@ -206,10 +214,7 @@ async def test_close_cancels_the_requests_out_and_their_callers_hear_of_it() -> 
 
 
 async def test_movable_batches_share_requests_and_a_delayed_one_goes_alone() -> None:
-    broker = FakeBroker()
-    c = coalescer(broker)
-    first = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=True))
-    await idle()
+    broker, c, first = await one_out()
     sends = [
         asyncio.ensure_future(c.send(mq, body, 1, 5, movable=True, alone=alone))
         for mq, body, alone in ((A1, b"b", False), (A0, b"d", True), (A0, b"c", False))
@@ -223,14 +228,8 @@ async def test_movable_batches_share_requests_and_a_delayed_one_goes_alone() -> 
 async def test_a_batch_given_up_is_not_sent_again_alone() -> None:
     """A refused request's batches go again one by one, but not the one whose caller gave up
     meanwhile (it may be retrying elsewhere: sending it too would store it twice)."""
-    broker = FakeBroker()
-    broker.refuse = b"!"
-    c = coalescer(broker)
-    first = asyncio.ensure_future(c.send(A0, b"a", 1, 5, movable=True))
-    await idle()
-    good = asyncio.ensure_future(c.send(A0, b"g", 1, 5, movable=True))
-    gone = asyncio.ensure_future(c.send(A0, b"x", 1, 5, movable=True))
-    bad = asyncio.ensure_future(c.send(A0, b"!", 1, 5, movable=True))
+    broker, c, first = await one_out(refuse=b"!")
+    good, gone, bad = go(c, b"g"), go(c, b"x"), go(c, b"!")
     await broker.answer()  # the first; the three go together
     await idle()
     gone.cancel()
