@@ -101,6 +101,13 @@ class _Batch:
         return self.mq == first.mq or (self.movable and first.movable)
 
 
+@dataclass(slots=True, eq=False)
+class _Request:
+    broker: str
+    group: list[_Batch]
+    ended: bool = False
+
+
 class SendCoalescer:
     """Per broker, at most ``max_in_flight`` send requests out; the batches that wait share the
     next one."""
@@ -165,11 +172,11 @@ class SendCoalescer:
         while waiting and self._in_flight.get(broker, 0) < self.max_in_flight:
             group = self._take(waiting)
             self._in_flight[broker] = self._in_flight.get(broker, 0) + 1
-            task = asyncio.ensure_future(self._send_group(group))
+            request = _Request(broker, group)
+            task = asyncio.ensure_future(self._request(request))
             self._requests.add(task)
-            # A callback, not a ``finally``: it runs even for a task cancelled before it began.
-            done = functools.partial(self._request_done, broker=broker, group=group)
-            task.add_done_callback(done)
+            # Also a callback: it runs even for a task cancelled before it began.
+            task.add_done_callback(functools.partial(self._request_done, request=request))
         if waiting is not None and not waiting:
             del self._waiting[broker]
 
@@ -187,16 +194,29 @@ class SendCoalescer:
         waiting.extend(left)
         return group
 
-    def _request_done(self, task: asyncio.Task[None], broker: str, group: list[_Batch]) -> None:
-        """A request ended: its slot is free, and a batch it left unanswered (cancelled,
-        perhaps before it began) fails."""
+    async def _request(self, request: _Request) -> None:
+        try:
+            await self._send_group(request.group)
+        finally:
+            self._end(request)  # at once: the next request goes out in this same step
+
+    def _request_done(self, task: asyncio.Task[None], request: _Request) -> None:
         self._requests.discard(task)
-        self._in_flight[broker] -= 1
-        for b in group:
+        self._end(request)
+
+    def _end(self, request: _Request) -> None:
+        """A request ended (once, whichever of its task's end or its done callback comes
+        first): its slot is free, and a batch it left unanswered (cancelled, perhaps before it
+        began) fails."""
+        if request.ended:
+            return
+        request.ended = True
+        self._in_flight[request.broker] -= 1
+        for b in request.group:
             if not b.future.done():
                 b.future.set_exception(ServiceNotAvailable("the send was abandoned"))
                 b.future.add_done_callback(_retrieve)
-        self._drain(broker)
+        self._drain(request.broker)
 
     async def _send_group(self, group: list[_Batch]) -> None:
         live = [b for b in group if not b.abandoned and not b.future.done()]
@@ -219,7 +239,7 @@ class SendCoalescer:
                     b.future.set_exception(e)
             return
         except BaseException as e:
-            if not isinstance(e, asyncio.CancelledError):  # cancelled: ``_request_done``
+            if not isinstance(e, asyncio.CancelledError):  # cancelled: ``_end``
                 for b in live:
                     if not b.future.done():
                         b.future.set_exception(e)
