@@ -127,7 +127,7 @@ class ConsumerCore:
             await self.offset_store.load()
             epochs: dict[MessageQueue, int] = {}
             if fenced and isinstance(self.offset_store, RemoteBrokerOffsetStore):
-                self.fenced = FencedHandoff(client, self.consumer_group)
+                self.fenced = FencedHandoff(client, self.consumer_group, self.wanted_queues)
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch
             self.rebalance_impl = RebalanceImpl(
@@ -249,6 +249,11 @@ class ConsumerCore:
 
     def on_queue_released(self, mq: MessageQueue) -> None:
         raise NotImplementedError
+
+    def wanted_queues(self) -> set[MessageQueue]:
+        """The queues the last allocation gives us, every topic."""
+        rebalance = self.rebalance_impl
+        return set().union(*rebalance.allocation.values()) if rebalance is not None else set()
 
     async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None:
         """An administrator reset the group's offsets (RESET_CONSUMER_CLIENT_OFFSET): the
@@ -527,12 +532,6 @@ class RebalanceModeBase:
         """Fenced: releases a broker missed go again first (it still counts us as holder)."""
         fenced = self.impl.fenced
         if fenced is not None:
-            rebalance = self.impl.rebalance_impl
             # The last allocation, only when there are unsure grants to weigh against it: a
             # union of every held queue at every pass is work for the rare case.
-            wanted: set[MessageQueue] = (
-                set().union(*rebalance.allocation.values())
-                if fenced.unsure and rebalance is not None
-                else set()
-            )
-            await fenced.retry_pending(wanted)
+            await fenced.retry_pending(self.impl.wanted_queues() if fenced.unsure else ())

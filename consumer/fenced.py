@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Set
 from typing import Protocol
 
 from aiorocketmq.logs import get_logger
@@ -58,9 +58,17 @@ class FencedHandoff:
     rebalance (pull requests) and the offset store (commits) read this same dict.
     """
 
-    def __init__(self, client: _Client, group: str) -> None:
+    def __init__(
+        self,
+        client: _Client,
+        group: str,
+        wanted: Callable[[], Set[MessageQueue]] | None = None,
+    ) -> None:
         self.client = client
         self.group = group
+        # The queues the last allocation gives us (every topic): an acquire for some of them
+        # leaves the others' unsure grants to the acquire that asks for them.
+        self.wanted = wanted
         self.epochs: dict[MessageQueue, int] = {}
         # Releases the broker did not get (it was down, or the call failed): queue -> (epoch,
         # final offset). Retried before every rebalance until the broker answers; meanwhile
@@ -76,17 +84,19 @@ class FencedHandoff:
     ) -> dict[MessageQueue, tuple[int, int]]:
         """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent.
 
-        The unsure queues of ``mqs``'s brokers ride along, and those of ``settle``; those
-        granted but not in ``mqs`` are released at once (with the final offset of a release
-        still owed, else committing nothing).
+        The unsure queues of ``mqs``'s brokers ride along, but those the allocation still
+        wants (their own pass asks for them), and those of ``settle``; those granted but not in
+        ``mqs`` are released at once (with the final offset of a release still owed, else
+        committing nothing).
         """
         async with self._acquiring:
             brokers = {mq.broker_name for mq in mqs}
             settling = set(settle)
+            spare = self.wanted() if self.wanted is not None and self.unsure else set()
             extra = sorted(
                 mq
                 for mq in self.unsure.difference(mqs)
-                if mq.broker_name in brokers or mq in settling
+                if mq in settling or (mq.broker_name in brokers and mq not in spare)
             )
             owed = {mq: self.pending[mq][1] for mq in extra if mq in self.pending}
             by_broker: dict[str, list[MessageQueue]] = defaultdict(list)

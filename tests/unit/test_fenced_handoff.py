@@ -200,3 +200,25 @@ async def test_a_refusal_is_an_answer_not_an_unsure_grant() -> None:
     fenced = FencedHandoff(Refusing(), "G")
     assert await fenced.acquire([Q0]) == {}
     assert fenced.unsure == set()
+
+
+async def test_an_acquire_leaves_alone_the_unsure_grants_the_allocation_still_wants() -> None:
+    """An unsure grant that the allocation still wants (another topic's pass was abandoned) is
+    not asked along with another acquire of its broker, and so not released as a stray: its
+    own pass asks for it. One no longer wanted still is."""
+    broker = GrantingBroker()
+    other = MessageQueue("U", "broker-a", 0)
+    wanted = {Q0, other}
+    fenced = FencedHandoff(broker.client("c1"), "G", lambda: wanted)
+    broker.lose = 1
+    assert await fenced.acquire([other]) == {}  # granted, the answer lost: unsure
+    assert await fenced.acquire([Q0]) == {Q0: (1, 0)}
+    assert fenced.unsure == {other}  # not asked: still granted, not released
+    assert broker.grants.holder("G", other) is not None
+    assert await fenced.acquire([other]) == {other: (1, 0)}  # its own pass: the same grant
+    wanted.discard(other)
+    broker.lose = 1
+    assert await fenced.acquire([other]) == {}
+    assert await fenced.acquire([Q1]) == {Q1: (1, 0)}  # ``other`` rides along, and goes
+    assert fenced.unsure == set()
+    assert broker.grants.holder("G", other) is None
