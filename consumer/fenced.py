@@ -19,9 +19,9 @@ An acquire whose answer is lost (a deadline under load) may still have been gran
 then counts us as the holder of queues we know nothing of, and denies them to their rightful
 owner until our channel closes. Such queues are kept as ``unsure`` (only when no answer came:
 a refusal is an answer) and asked for again, the broker granting a holder the same epoch
-again: with the next acquire of their broker, or before the next pass if that pass will not ask
-for them itself. Those no longer wanted are then released at once, with the final offset of a
-release still owed.
+again: by the acquire that wants them (the allocation still gives them to us), else with the
+next acquire of their broker, or before the next pass. Those no longer wanted are then released
+at once, with the final offset of a release still owed.
 """
 
 from __future__ import annotations
