@@ -38,7 +38,7 @@ import asyncio
 import functools
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import grpc
@@ -81,6 +81,14 @@ def _retrieve(future: asyncio.Future[Slice]) -> None:
     """Mark an abandoned batch's outcome seen (its caller gave up waiting for it)."""
     if not future.cancelled():
         future.exception()
+
+
+def _fail(batches: Iterable[_Batch], error: BaseException) -> None:
+    """Fail the batches not answered yet with ``error`` (seen even if nobody awaits it)."""
+    for b in batches:
+        if not b.future.done():
+            b.future.set_exception(error)
+            b.future.add_done_callback(_retrieve)
 
 
 @dataclass(slots=True, eq=False)
@@ -158,9 +166,7 @@ class SendCoalescer:
         """At the producer's shutdown: the batches waiting fail, the requests out are cancelled
         (their batches fail too)."""
         for waiting in self._waiting.values():
-            for batch in waiting:
-                batch.future.set_exception(ServiceNotAvailable("the producer shut down"))
-                batch.future.add_done_callback(_retrieve)
+            _fail(waiting, ServiceNotAvailable("the producer shut down"))
         self._waiting.clear()
         for task in self._requests:
             task.cancel()
@@ -212,10 +218,7 @@ class SendCoalescer:
             return
         request.ended = True
         self._in_flight[request.broker] -= 1
-        for b in request.group:
-            if not b.future.done():
-                b.future.set_exception(ServiceNotAvailable("the send was abandoned"))
-                b.future.add_done_callback(_retrieve)
+        _fail(request.group, ServiceNotAvailable("the send was abandoned"))
         self._drain(request.broker)
 
     async def _send_group(self, group: list[_Batch]) -> None:
@@ -228,21 +231,18 @@ class SendCoalescer:
         self.batches += len(live)
         try:
             response = await self._send(live[0].mq, body, timeout)
+        except asyncio.CancelledError:
+            raise  # ``_end`` fails the batches
         except MQError as e:
             if len(live) > 1 and isinstance(e, _ONE_BATCHS_FAULT):
                 # Refused whole: perhaps one batch's fault. Each again alone, so only the
                 # culprit's caller hears of it.
                 await asyncio.gather(*(self._send_group([b]) for b in live))
-                return
-            for b in live:
-                if not b.future.done():
-                    b.future.set_exception(e)
+            else:
+                _fail(live, e)
             return
         except BaseException as e:
-            if not isinstance(e, asyncio.CancelledError):  # cancelled: ``_end``
-                for b in live:
-                    if not b.future.done():
-                        b.future.set_exception(e)
+            _fail(live, e)
             raise
         start = 0
         for b in live:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from aiorocketmq.protocol.errors import MessageIllegal
 from aiorocketmq.protocol.message import Message, MessageConst
@@ -290,25 +291,17 @@ def decode_batch(batch: bytes, topic: str) -> list[Message]:
     return messages
 
 
-def _speedup() -> Callable[..., BuildResult | None] | None:
-    from aiorocketmq.protocol.record import (
-        _speedups,  # the C module, when built and not switched off
-    )
+def _from_c(name: str) -> Any:
+    """The C module's function ``name``, or None when it is not built or switched off."""
+    from aiorocketmq.protocol.record import _speedups
 
-    return None if _speedups is None else _speedups.build_records
+    return None if _speedups is None else getattr(_speedups, name)
 
 
 _Encoder = Callable[[Sequence[Message], Callable[[Message], bytes], int], bytes | None]
 
-
-def _c_encoder() -> _Encoder | None:
-    from aiorocketmq.protocol.record import _speedups
-
-    return None if _speedups is None else _speedups.encode_batch
-
-
-build_records: Callable[..., BuildResult | None] = _speedup() or build_records_py
+build_records: Callable[..., BuildResult | None] = _from_c("build_records") or build_records_py
 """``build_records_py``, in C when ``aiorocketmq.protocol._speedups`` was built."""
 
-_c_encode_batch: _Encoder | None = _c_encoder()
+_c_encode_batch: _Encoder | None = _from_c("encode_batch")
 """``encode_batch`` in C, when ``aiorocketmq.protocol._speedups`` was built."""
