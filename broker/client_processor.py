@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from aiorocketmq.broker.client.consumer_manager import (
     ConsumerManager,
     DefaultConsumerIdsChangeListener,
 )
+from aiorocketmq.broker.client.grant_store import GrantStore
 from aiorocketmq.broker.client.producer_manager import ProducerManager
 from aiorocketmq.broker.client.queue_grants import QueueGrantManager
 from aiorocketmq.broker.client.rebalance_lock_manager import RebalanceLockManager
@@ -33,7 +33,6 @@ from aiorocketmq.broker.client.subscription_data import SubscriptionData
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.offset.consumer_offset_manager import (
     ConsumerOffsetManager,
-    write_atomically,
 )
 from aiorocketmq.broker.schedule import ScheduleMessageService
 from aiorocketmq.broker.store import MessageStore
@@ -130,6 +129,7 @@ class ClientManageProcessor:
         self.offsets.load()
         # The fenced grants and epochs, persisted beside the offsets after every change.
         self.grants_file = Path(store_root) / "config" / QUEUE_GRANTS_FILE
+        self.grant_store = GrantStore(self.grants_file)  # and its journal beside it
         self._load_grants()
 
     # ---- channels --------------------------------------------------------------------------
@@ -445,27 +445,20 @@ class ClientManageProcessor:
 
     def _load_grants(self) -> None:
         """Restore the grants of the last run (each an orphan until its client is back)."""
-        try:
-            text = self.grants_file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return
-        try:
-            restored = self.grants.restore(json.loads(text), _now_ms())
-        except ValueError as e:  # json.JSONDecodeError is a ValueError
-            log.error("queue grant table unreadable, starting without it", error=str(e))
-            return
-        self._grants_persisted = self.grants.version
-        log.info("queue grants restored", grants=restored, file=str(self.grants_file))
+        restored = self.grant_store.load(self.grants, _now_ms())
+        if restored is not None:
+            self._grants_persisted = self.grants.version
+            log.info("queue grants restored", grants=restored, file=str(self.grants_file))
 
     async def grants_durable(self) -> None:
         """Return once the grant table as it is now is on disk (an acquire answers only then:
         a grant survives a crash once given).
 
-        Group commit: a write, in a thread, takes the table as it is when it begins and serves
-        every change made before that; changes made during it wait for the next. At 1,000
-        consumers a rebalance makes thousands of acquires and releases within a second, and a
-        durable write of the whole table for each, on the event loop, stalled the broker until
-        its channels expired.
+        Group commit: a write, in a thread, takes the changes made when it begins (a journal
+        line each, the whole table now and then: ``GrantStore``) and serves every change made
+        before that; changes made during it wait for the next. At 1,000 consumers a rebalance
+        makes thousands of acquires and releases within a second, and a durable write of the
+        whole table for each, on the event loop, stalled the broker until its channels expired.
         """
         target = self.grants.version
         while self._grants_persisted < target:
@@ -490,9 +483,7 @@ class ClientManageProcessor:
         return self._grants_writing
 
     async def _write_grants(self) -> None:
-        version, table = self.grants.version, self.grants.to_json()  # a snapshot, on the loop
-        text = await asyncio.to_thread(json.dumps, table, indent=1)
-        await asyncio.to_thread(write_atomically, self.grants_file, text)
+        version = await self.grant_store.write(self.grants)
         self._grants_persisted = max(self._grants_persisted, version)
         if self._grants_persisted < self.grants.version:
             # Changes made during this write that nobody awaits (a channel closed) go with a

@@ -148,6 +148,9 @@ class QueueGrantManager:
         # (group, queue) -> the channels denied it since its last release; and the reverse.
         self.waiter_table: dict[tuple[str, MessageQueue], set[str]] = {}
         self.channel_wait_table: dict[str, set[tuple[str, MessageQueue]]] = {}
+        # The durable changes (grants given, grants dropped) not yet taken by the broker's
+        # writer, each stamped with the version after it: the journal's next lines.
+        self.changes: list[dict[str, Any]] = []
 
     # ---- queries ---------------------------------------------------------------------------
 
@@ -202,6 +205,15 @@ class QueueGrantManager:
                 grants[mq] = QueueGrant(group, mq, client_id, channel_id, epoch)
                 self.channel_grant_table.setdefault(channel_id, set()).add((group, mq))
                 self.version += 1
+                self.changes.append(
+                    {
+                        "seq": self.version,
+                        "op": "grant",
+                        **_queue_json(group, mq),
+                        "clientId": client_id,
+                        "epoch": epoch,
+                    }
+                )
                 granted.append(Granted(mq, epoch))
                 log.info(
                     "queue granted",
@@ -333,63 +345,98 @@ class QueueGrantManager:
 
     # ---- persistence (the broker writes and reads the file) ---------------------------------
 
+    def take_changes(self) -> list[dict[str, Any]]:
+        """The changes since the last call, oldest first (the journal's next lines)."""
+        changes, self.changes = self.changes, []
+        return changes
+
+    def size(self) -> int:
+        """How many entries ``to_json`` writes (each queue's last epoch, each grant)."""
+        return sum(map(len, self.epoch_table.values())) + sum(map(len, self.grant_table.values()))
+
     def to_json(self) -> dict[str, Any]:
-        """Both tables as JSON: the grants (without channels) and the last epoch of each queue."""
+        """Both tables as JSON: the grants (without channels), the last epoch of each queue,
+        and the version they are at (a journal's changes up to it are in them)."""
         return {
+            "version": self.version,
             "grantTable": [
-                {
-                    "group": g.group,
-                    "topic": g.mq.topic,
-                    "brokerName": g.mq.broker_name,
-                    "queueId": g.mq.queue_id,
-                    "clientId": g.client_id,
-                    "epoch": g.epoch,
-                }
+                {**_queue_json(group, mq), "clientId": g.client_id, "epoch": g.epoch}
                 for group in sorted(self.grant_table)
-                for _, g in sorted(self.grant_table[group].items())
+                for mq, g in sorted(self.grant_table[group].items())
             ],
             "epochTable": [
-                {
-                    "group": group,
-                    "topic": mq.topic,
-                    "brokerName": mq.broker_name,
-                    "queueId": mq.queue_id,
-                    "epoch": epoch,
-                }
+                {**_queue_json(group, mq), "epoch": epoch}
                 for group in sorted(self.epoch_table)
                 for mq, epoch in sorted(self.epoch_table[group].items())
             ],
         }
 
-    def restore(self, data: dict[str, Any], now: int) -> int:
-        """Load what ``to_json`` wrote: every grant an orphan until its client is back.
+    def restore(
+        self, data: dict[str, Any], now: int, changes: Iterable[dict[str, Any]] = ()
+    ) -> int:
+        """Load what ``to_json`` wrote, then replay the ``changes`` (``take_changes``) made
+        after its version: every grant an orphan until its client is back.
 
         Epochs never go back: a restored epoch below ``epoch_base`` leaves the base in charge.
+        The version goes on from the last one restored, so later changes number above it.
         Returns how many grants were restored. A malformed entry raises ``ValueError``.
         """
         try:
             for e in data.get("epochTable", []):
-                mq = MessageQueue(str(e["topic"]), str(e["brokerName"]), int(e["queueId"]))
+                mq = _queue(e)
                 epochs = self.epoch_table.setdefault(str(e["group"]), {})
                 epochs[mq] = max(int(e["epoch"]), epochs.get(mq, 0))
-            grants = data.get("grantTable", [])
-            for e in grants:
-                mq = MessageQueue(str(e["topic"]), str(e["brokerName"]), int(e["queueId"]))
-                group = str(e["group"])
-                grant = QueueGrant(group, mq, str(e["clientId"]), ORPHAN, int(e["epoch"]))
-                self.grant_table.setdefault(group, {})[mq] = grant
-                self.channel_grant_table.setdefault(ORPHAN, set()).add((group, mq))
-                epochs = self.epoch_table.setdefault(group, {})
-                epochs[mq] = max(grant.epoch, epochs.get(mq, 0))
+            for e in data.get("grantTable", []):
+                self._restore_grant(str(e["group"]), _queue(e), str(e["clientId"]), int(e["epoch"]))
+            version = int(data.get("version", 0))
+            for e in changes:
+                seq = int(e["seq"])
+                if seq <= version:
+                    continue  # already in the table (a crash before the journal was emptied)
+                group, mq = str(e["group"]), _queue(e)
+                if e["op"] == "grant":
+                    self._restore_grant(group, mq, str(e["clientId"]), int(e["epoch"]))
+                elif e["op"] == "drop":
+                    grant = self.holder(group, mq)
+                    if grant is not None:
+                        self._unlink(grant)
+                else:
+                    raise ValueError(f"unknown change {e['op']!r}")
+                version = seq
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"malformed queue grant table: {e!r}") from None
+        self.version = max(self.version, version)
         self.restored_at = now
-        return len(grants)
+        return len(self.channel_grant_table.get(ORPHAN, ()))
+
+    def _restore_grant(self, group: str, mq: MessageQueue, client_id: str, epoch: int) -> None:
+        """A grant read from disk: held, by no channel yet (an orphan)."""
+        old = self.holder(group, mq)
+        if old is not None:
+            self._unlink(old)
+        self.grant_table.setdefault(group, {})[mq] = QueueGrant(group, mq, client_id, ORPHAN, epoch)
+        self.channel_grant_table.setdefault(ORPHAN, set()).add((group, mq))
+        epochs = self.epoch_table.setdefault(group, {})
+        epochs[mq] = max(epoch, epochs.get(mq, 0))
 
     def _drop(self, grant: QueueGrant) -> None:
+        self._unlink(grant)
         self.version += 1
+        self.changes.append(
+            {"seq": self.version, "op": "drop", **_queue_json(grant.group, grant.mq)}
+        )
+
+    def _unlink(self, grant: QueueGrant) -> None:
         grants = self.grant_table[grant.group]
         del grants[grant.mq]
         if not grants:
             del self.grant_table[grant.group]
         _discard(self.channel_grant_table, grant.channel_id, (grant.group, grant.mq))
+
+
+def _queue_json(group: str, mq: MessageQueue) -> dict[str, Any]:
+    return {"group": group, "topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}
+
+
+def _queue(entry: dict[str, Any]) -> MessageQueue:
+    return MessageQueue(str(entry["topic"]), str(entry["brokerName"]), int(entry["queueId"]))

@@ -1,10 +1,10 @@
 """The broker's queue grant table on disk: an acquire is answered only once its grant is
-written, and a burst of acquires shares the writes (group commit), off the event loop."""
+written, and a burst of acquires shares the writes (group commit), off the event loop, as
+journal lines (the table is not written whole for each)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from pathlib import Path
@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.broker import client_processor
+from aiorocketmq.broker.client import grant_store
+from aiorocketmq.broker.client.grant_store import GrantStore
+from aiorocketmq.broker.client.queue_grants import QueueGrantManager
 from aiorocketmq.local_cluster import LocalCluster
 from tests.integration.protocol_client import ProtocolClient, mq
 
@@ -25,7 +27,7 @@ async def test_a_burst_of_acquires_shares_writes_and_each_answer_follows_its_wri
 ) -> None:
     writes: list[float] = []
     on_loop: list[bool] = []
-    real = client_processor.write_atomically
+    real = grant_store.append_durably
 
     def slow_write(path: Path, text: str) -> None:
         on_loop.append(threading.current_thread() is threading.main_thread())
@@ -33,7 +35,13 @@ async def test_a_burst_of_acquires_shares_writes_and_each_answer_follows_its_wri
         real(path, text)
         writes.append(time.monotonic())
 
-    monkeypatch.setattr(client_processor, "write_atomically", slow_write)
+    def on_disk(path: Path) -> dict[str, Any]:
+        """The table a broker restarted now would read."""
+        grants = QueueGrantManager()
+        GrantStore(path).load(grants, now=0)
+        return grants.to_json()
+
+    monkeypatch.setattr(grant_store, "append_durably", slow_write)
     async with LocalCluster(tmp_path, brokers=1) as cluster:
         await cluster.create_topic(TOPIC, QUEUES)
         broker = cluster.broker("broker-a")
@@ -51,7 +59,7 @@ async def test_a_burst_of_acquires_shares_writes_and_each_answer_follows_its_wri
                 answer = await clients[i].acquire("g", [mq(TOPIC, i)])
                 assert len(answer.granted) == 1
                 # Read at once, before anything else runs: what was on disk at the answer.
-                return i, json.loads(grants_file.read_text())  # noqa: ASYNC240
+                return i, on_disk(grants_file)
 
             results = await asyncio.gather(*(acquire(i) for i in range(QUEUES)))
             writes_for_the_burst = len(writes)  # the closes and the shutdown write again
