@@ -192,9 +192,7 @@ class PushConsumerImpl(ConsumerCore):
     @property
     def is_fenced(self) -> bool:
         return (
-            self.settings.handoff is Handoff.FENCED
-            and self.clustering
-            and not self.consume_orderly
+            self.settings.handoff is Handoff.FENCED and self.clustering and not self.consume_orderly
         )
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -344,11 +342,13 @@ class PushConsumerImpl(ConsumerCore):
         assert self.offset_store is not None
         for _, pq in items:
             pq.draining = True
-        try:
-            async with asyncio.timeout(self.settings.handoff_drain_timeout_ms / 1000):
-                await asyncio.gather(*(pq.wait_idle() for _, pq in items))
-        except TimeoutError:
-            pass
+        busy = [pq for _, pq in items if pq.inflight]
+        if busy:  # else no wait at all: a gather costs the pass loop turns behind the others
+            try:
+                async with asyncio.timeout(self.settings.handoff_drain_timeout_ms / 1000):
+                    await asyncio.gather(*(pq.wait_idle() for pq in busy))
+            except TimeoutError:
+                pass
         stuck = [str(mq) for mq, pq in items if pq.inflight]
         if stuck:
             log.warning(
@@ -375,7 +375,9 @@ class PushConsumerImpl(ConsumerCore):
 
     async def _try_remove_order_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         assert self.offset_store is not None
-        force_unlock = pq.dropped and pq.now_ms() > pq.last_lock_timestamp + self.settings.unlock_delay_ms
+        force_unlock = (
+            pq.dropped and pq.now_ms() > pq.last_lock_timestamp + self.settings.unlock_delay_ms
+        )
         got_lock = False
         if not force_unlock:
             try:
@@ -569,9 +571,7 @@ class PushConsumerImpl(ConsumerCore):
                 # The first pull after the lock re-reads the committed offset from the broker.
                 offset = await self.compute_pull_from_where(mq)
                 if offset < 0:
-                    service.execute_pull_request_later(
-                        request, s.pull_time_delay_ms_when_exception
-                    )
+                    service.execute_pull_request_later(request, s.pull_time_delay_ms_when_exception)
                     return
                 request.next_offset = offset
                 request.previously_locked = True
