@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, ClassVar, Protocol
@@ -339,7 +340,7 @@ class MQClientInstance:
                 error=str(e),
             )
             return None
-        ids = list(response.consumer_id_list)
+        ids = list(map(sys.intern, response.consumer_id_list))  # as notified ids (membership)
         if ids.count(self.client_id) > 1:
             log.error(
                 "duplicate client id in consumer group: another process uses this client id, so "
