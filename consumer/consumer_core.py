@@ -127,7 +127,12 @@ class ConsumerCore:
             await self.offset_store.load()
             epochs: dict[MessageQueue, int] = {}
             if fenced and isinstance(self.offset_store, RemoteBrokerOffsetStore):
-                self.fenced = FencedHandoff(client, self.consumer_group, self.wanted_queues)
+                self.fenced = FencedHandoff(
+                    client,
+                    self.consumer_group,
+                    self.wanted_queues,
+                    owed=client.rebalance_immediately,
+                )
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch
             self.rebalance_impl = RebalanceImpl(
@@ -234,7 +239,7 @@ class ConsumerCore:
     def allocated_by(self, members: list[str]) -> bool:
         """The last rebalance used exactly these (sorted) members and still holds its
         allocation (a notification carrying them needs no pass)."""
-        if self.fenced is not None and (self.fenced.pending or self.fenced.unsure):
+        if self.fenced is not None and self.fenced.owes():
             return False  # a pass would first retry releases and settle unsure grants
         return self.rebalance_impl is not None and self.rebalance_impl.allocated_by(members)
 
@@ -527,6 +532,11 @@ class RebalanceModeBase:
         acquire settles them (kept if still ours, else released), as a lost answer's."""
         if self.impl.fenced is not None:
             self.impl.fenced.unsure.update(mqs)
+
+    def handoff_owed(self) -> bool:
+        """Fenced: a release still owed or a grant unsure (the pass is then not balanced, and
+        the rebalance service runs another within its minimum interval)."""
+        return self.impl.fenced is not None and self.impl.fenced.owes()
 
     async def before_rebalance(self) -> None:
         """Fenced: releases a broker missed go again first (it still counts us as holder)."""

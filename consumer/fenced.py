@@ -65,9 +65,15 @@ class FencedHandoff:
         client: _Client,
         group: str,
         wanted: Callable[[], Set[MessageQueue]] | None = None,
+        owed: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
         self.group = group
+        # Called when a release or an acquire's answer is lost: what is owed then is settled
+        # only by a rebalance pass (``retry_pending``), which the consumer wakes. Left to the
+        # 20 s periodic pass, a holder whose release timed out under load (its own queues all
+        # held, so nothing else woke it) kept another consumer waiting for the queue 20 s.
+        self.owed = owed
         # The queues the last allocation gives us (every topic): an acquire for some of them
         # leaves the others' unsure grants to the acquire that asks for them.
         self.wanted = wanted
@@ -143,6 +149,7 @@ class FencedHandoff:
             log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
             if isinstance(e, ServiceNotAvailable):  # no answer: the broker may have granted them
                 self.unsure.update(mqs)
+                self._owe()
             return {}
         assert isinstance(response, broker_pb2.AcquireQueuesResponse)
         self.unsure.difference_update(mqs)  # answered: granted or denied, we know which
@@ -169,6 +176,14 @@ class FencedHandoff:
                 epoch=d.epoch,
             )
         return granted
+
+    def owes(self) -> bool:
+        """Whether a release is still owed or a grant unsure: a pass must follow."""
+        return bool(self.pending or self.unsure)
+
+    def _owe(self) -> None:
+        if self.owed is not None:
+            self.owed()
 
     async def retry_pending(self, wanted: Iterable[MessageQueue] = ()) -> set[MessageQueue]:
         """Send again the releases a broker did not get; the queues it released now.
@@ -235,6 +250,7 @@ class FencedHandoff:
             )
             for mq, epoch, final_offset in items:
                 self.pending[mq] = (epoch, final_offset)
+            self._owe()
             return set()
         assert isinstance(response, broker_pb2.ReleaseQueuesResponse)
         for mq, _, _ in items:

@@ -72,6 +72,7 @@ class RebalanceMode(Protocol):
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None: ...
     async def before_rebalance(self) -> None: ...
+    def handoff_owed(self) -> bool: ...
 
 
 class ConsumerIdSource(Protocol):
@@ -159,6 +160,8 @@ class RebalanceImpl:
                     )
                     if not is_retry_topic(topic):
                         balanced = False
+            if self.mode.handoff_owed():
+                balanced = False  # a release owed or a grant unsure: the next pass settles it
         finally:
             self._passing = False
         self.truncate_message_queue_not_my_topic()

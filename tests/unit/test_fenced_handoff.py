@@ -222,3 +222,22 @@ async def test_an_acquire_leaves_alone_the_unsure_grants_the_allocation_still_wa
     assert await fenced.acquire([Q1]) == {Q1: (1, 0)}  # ``other`` rides along, and goes
     assert fenced.unsure == set()
     assert broker.grants.holder("G", other) is None
+
+
+async def test_what_only_a_pass_settles_wakes_the_rebalance() -> None:
+    """A release that failed (the broker still counts us as holder, and another consumer
+    waits for the queue) or an acquire whose answer was lost wakes a pass at once, not at
+    the periodic one 20 s later."""
+    broker = Broker()
+    woken: list[int] = []
+    fenced = FencedHandoff(broker, "G", owed=lambda: woken.append(1))
+    await fenced.acquire([Q0])
+    assert not fenced.owes() and woken == []
+    broker.failures = 1
+    await fenced.release([(Q0, 10)])
+    assert fenced.owes() and woken == [1]
+    await fenced.retry_pending()
+    assert not fenced.owes()
+    broker.failures = 1
+    assert await fenced.acquire([Q1]) == {}  # no answer: perhaps granted
+    assert fenced.unsure == {Q1} and fenced.owes() and woken == [1, 1]

@@ -48,6 +48,9 @@ class Mode:
     async def before_rebalance(self) -> None:
         pass
 
+    def handoff_owed(self) -> bool:
+        return False
+
     async def remove_unnecessary_message_queues(
         self, items: list[tuple[MessageQueue, ProcessQueue]]
     ) -> list[bool]:
@@ -417,3 +420,22 @@ async def test_a_notification_of_the_members_the_last_pass_used_wakes_no_pass() 
         assert len(wakeups) == 2 and client.take_notified_consumer_ids("g") == ["a", "b"]
     finally:
         await client.namesrv.close()
+
+
+async def test_a_pass_is_not_balanced_while_the_handoff_owes_a_release() -> None:
+    """The rebalance service runs another pass within its minimum interval (1 s) while a
+    pass ends unbalanced: that pass retries the release the broker did not get."""
+
+    class Owing(Mode):
+        owed = True
+
+        def handoff_owed(self) -> bool:
+            return self.owed
+
+    members = Members("a", answer=["a"])
+    mode = Owing()
+    impl = rebalance(members, mode)
+    assert not await impl.do_rebalance(False)  # its queues all held, but a release owed
+    assert impl.last_members is None  # a notification of the same members still wakes a pass
+    mode.owed = False
+    assert await impl.do_rebalance(False)
