@@ -170,6 +170,8 @@ class ConsumerCore:
         assert self.client is not None and self.rebalance_impl is not None
         await self.client.unregister_consumer(self.consumer_group)
         self.rebalance_impl.destroy()
+        if self.fenced is not None:
+            self.fenced.close()
         await self.cancel_side_tasks()
         await self.release_client()
 
@@ -531,7 +533,7 @@ class RebalanceModeBase:
         """Fenced: grants a pass got but did not take (it failed first) are unsure: the next
         acquire settles them (kept if still ours, else released), as a lost answer's."""
         if self.impl.fenced is not None:
-            self.impl.fenced.unsure.update(mqs)
+            self.impl.fenced.abandon(mqs)
 
     def handoff_owed(self) -> bool:
         """Fenced: a release still owed or a grant unsure (the pass is then not balanced, and

@@ -43,6 +43,11 @@ log = get_logger("aiorocketmq.consumer.fenced")
 
 T = TypeVar("T")
 
+# While what is owed keeps failing (a broker down), its wake-ups back off: 1 s doubling to the
+# periodic pass's 20 s, so that every consumer does not rebalance each second meanwhile.
+OWED_WAKE_MIN_S = 1.0
+OWED_WAKE_MAX_S = 20.0
+
 
 class _Client(Protocol):
     client_id: str
@@ -74,6 +79,9 @@ class FencedHandoff:
         # 20 s periodic pass, a holder whose release timed out under load (its own queues all
         # held, so nothing else woke it) kept another consumer waiting for the queue 20 s.
         self.owed = owed
+        self._wake: asyncio.Handle | None = None  # a wake-up scheduled
+        self._wake_at = 0.0  # the loop time before which no wake-up runs
+        self._backoff = OWED_WAKE_MIN_S
         # The queues the last allocation gives us (every topic): an acquire for some of them
         # leaves the others' unsure grants to the acquire that asks for them.
         self.wanted = wanted
@@ -153,6 +161,7 @@ class FencedHandoff:
             return {}
         assert isinstance(response, broker_pb2.AcquireQueuesResponse)
         self.unsure.difference_update(mqs)  # answered: granted or denied, we know which
+        self._answered()
         granted = {}
         for g in response.granted:
             mq = MessageQueue.from_proto(g.message_queue)
@@ -182,8 +191,37 @@ class FencedHandoff:
         return bool(self.pending or self.unsure)
 
     def _owe(self) -> None:
-        if self.owed is not None:
+        """Wake a pass: at once the first time, then backing off while it keeps failing."""
+        if self.owed is None or self._wake is not None:
+            return  # a wake-up is due already
+        loop = asyncio.get_running_loop()
+        delay = self._wake_at - loop.time()
+        self._wake = (
+            loop.call_later(delay, self._wake_up) if delay > 0 else loop.call_soon(self._wake_up)
+        )
+
+    def _wake_up(self) -> None:
+        self._wake = None
+        self._wake_at = asyncio.get_running_loop().time() + self._backoff
+        self._backoff = min(2 * self._backoff, OWED_WAKE_MAX_S)
+        if self.owed is not None and self.owes():
             self.owed()
+
+    def _answered(self) -> None:
+        """A broker answered: once nothing is owed, the next failure wakes a pass at once."""
+        if not self.owes():
+            self._wake_at, self._backoff = 0.0, OWED_WAKE_MIN_S
+
+    def abandon(self, mqs: Iterable[MessageQueue]) -> None:
+        """Grants a pass got but did not take (it failed first): unsure, settled by a pass."""
+        self.unsure.update(mqs)
+        self._owe()
+
+    def close(self) -> None:
+        """The consumer left: no more wake-ups."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
 
     async def retry_pending(self, wanted: Iterable[MessageQueue] = ()) -> set[MessageQueue]:
         """Send again the releases a broker did not get; the queues it released now.
@@ -255,6 +293,7 @@ class FencedHandoff:
         assert isinstance(response, broker_pb2.ReleaseQueuesResponse)
         for mq, _, _ in items:
             self.pending.pop(mq, None)  # answered: released, or refused as no longer ours
+        self._answered()
         released = {MessageQueue.from_proto(m) for m in response.released}
         for mq, epoch, final_offset in items:
             if mq in released:

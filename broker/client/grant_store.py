@@ -10,11 +10,15 @@ table's size: the checkpoint of a write-ahead log.
 
 Each change carries the table's version after it (``seq``), and the snapshot the version it
 holds; at start the snapshot is read, then the journal's changes above its version replayed.
-So a crash between a snapshot and the journal's truncation replays nothing twice, and a torn
-last line (a crash inside an append, whose changes were never answered) is left out.
+So a crash between a snapshot and the journal's truncation replays nothing twice. A torn last
+line (a crash inside an append) is left out; the whole lines of that append are replayed,
+though no answer was sent for them: the client took the missing answer as a lost one (the
+queues unsure, asked again), as it does for any write a crash cut short.
 
 After a failed write the journal may lack changes, so nothing is appended until a snapshot
-(which holds them all) has been written.
+(which holds them all) has been written. A table that cannot be read at start is left aside
+(the broker starts without it, as before the journal) and so is its journal, renamed
+``.unreadable``: its lines must not be replayed over the next run's table.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from aiorocketmq.broker.client.queue_grants import QueueGrantManager
-from aiorocketmq.broker.offset.consumer_offset_manager import write_atomically
+from aiorocketmq.broker.offset.consumer_offset_manager import fsync_dir, write_atomically
 from aiorocketmq.logs import get_logger
 
 __all__ = ["GrantStore", "append_durably"]
@@ -40,11 +44,17 @@ COMPACT_FACTOR = 4
 
 
 def append_durably(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` and fsync it (the file created when missing)."""
+    """Append ``text`` to ``path`` and fsync it (the file, and its folder, created when
+    missing; the folder fsynced then, so that the new file itself survives a crash)."""
+    created = not path.exists()
+    if created:
+        path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    if created:
+        fsync_dir(path.parent)
 
 
 def _truncate_durably(path: Path) -> None:
@@ -75,11 +85,12 @@ class GrantStore:
         data: dict[str, Any] = {}
         try:
             data = json.loads(self.snapshot.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
         except FileNotFoundError:
             pass
-        except ValueError as e:  # json.JSONDecodeError is a ValueError
-            log.error("queue grant table unreadable, starting without it", error=str(e))
-            self.snapshot_due = True  # what the journal holds is relative to that table
+        except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+            self._start_without(grants, e)
             return None
         changes = self._read_journal()
         if not data and not changes:
@@ -87,24 +98,33 @@ class GrantStore:
         try:
             restored = grants.restore(data, now, changes)
         except ValueError as e:
-            log.error("queue grant table unreadable, starting without it", error=str(e))
-            self.snapshot_due = True
+            self._start_without(grants, e)
             return None
-        # A fresh start on the journal: what was read is now in memory, written whole next.
-        self.journal_lines = len(changes)
+        self.journal_lines = len(changes)  # appends go on after them
         return restored
+
+    def _start_without(self, grants: QueueGrantManager, error: ValueError) -> None:
+        """The table cannot be read: start without it, its journal set aside (renamed), the
+        next write a snapshot."""
+        log.error("queue grant table unreadable, starting without it", error=str(error))
+        grants.reset()
+        self.snapshot_due = True
+        try:
+            self.journal.replace(self.journal.with_name(self.journal.name + ".unreadable"))
+        except FileNotFoundError:
+            pass
 
     def _read_journal(self) -> list[dict[str, Any]]:
         try:
-            lines = self.journal.read_text(encoding="utf-8").splitlines(keepends=True)
+            lines = self.journal.read_bytes().splitlines(keepends=True)
         except FileNotFoundError:
             return []
         changes: list[dict[str, Any]] = []
         for number, line in enumerate(lines, 1):
             try:
-                if not line.endswith("\n"):
+                if not line.endswith(b"\n"):
                     raise ValueError("no end of line")
-                change = json.loads(line)
+                change = json.loads(line.decode("utf-8"))  # not UTF-8: a bad line too
                 if not isinstance(change, dict):
                     raise ValueError("not an object")
             except ValueError as e:

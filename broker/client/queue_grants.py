@@ -36,8 +36,9 @@ Epochs start above ``epoch_base`` (default 0; epoch 0 on the wire means "not fen
 broker passes its start time in ms, so epochs keep growing across restarts even without the
 table.
 
-**Restarts.** The broker persists both tables (``to_json``, after every change, with the
-consumer offsets) and restores them at start (``restore``). A restored grant has no channel
+**Restarts.** The broker persists both tables (``GrantStore``: every change a journal line,
+``take_changes``; the whole table, ``to_json``, now and then) and restores them at start
+(``restore``). A restored grant has no channel
 yet (channels do not survive the process): it is an *orphan*, still held, so nobody else is
 granted the queue, and its holder keeps pulling and committing with the same epoch as if the
 broker had never gone. When the holder's client opens a channel again, ``rebind`` attaches its
@@ -404,10 +405,22 @@ class QueueGrantManager:
                     raise ValueError(f"unknown change {e['op']!r}")
                 version = seq
         except (KeyError, TypeError, ValueError) as e:
+            self.reset()  # nothing half restored: no orphan without its expiry
             raise ValueError(f"malformed queue grant table: {e!r}") from None
         self.version = max(self.version, version)
         self.restored_at = now
         return len(self.channel_grant_table.get(ORPHAN, ()))
+
+    def reset(self, version: int = 0) -> None:
+        """Forget every grant, epoch and waiter (the epoch base stays); numbering goes on from
+        ``version`` at least."""
+        self.grant_table.clear()
+        self.epoch_table.clear()
+        self.channel_grant_table.clear()
+        self.waiter_table.clear()
+        self.channel_wait_table.clear()
+        self.changes.clear()
+        self.version = max(self.version, version)
 
     def _restore_grant(self, group: str, mq: MessageQueue, client_id: str, epoch: int) -> None:
         """A grant read from disk: held, by no channel yet (an orphan)."""

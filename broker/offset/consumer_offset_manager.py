@@ -47,6 +47,7 @@ __all__ = [
     "TOPIC_GROUP_SEPARATOR",
     "ConsumerOffsetManager",
     "DataVersion",
+    "fsync_dir",
     "write_atomically",
 ]
 
@@ -328,10 +329,10 @@ def write_atomically(path: Path, text: str) -> None:
         shutil.copyfile(path, bak_tmp)
         os.replace(bak_tmp, bak)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     """Make the renames durable where the platform allows it (not on Windows)."""
     try:
         fd = os.open(directory, os.O_RDONLY)

@@ -3,9 +3,13 @@ a grant whose answer was lost is found and released when the pass no longer want
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import pytest
+
 from aiorocketmq.broker.client.queue_grants import QueueGrantManager
+from aiorocketmq.consumer import fenced as fenced_module
 from aiorocketmq.consumer.fenced import FencedHandoff
 from aiorocketmq.protocol.errors import ServiceNotAvailable
 from aiorocketmq.protocol.message_queue import MessageQueue
@@ -235,9 +239,46 @@ async def test_what_only_a_pass_settles_wakes_the_rebalance() -> None:
     assert not fenced.owes() and woken == []
     broker.failures = 1
     await fenced.release([(Q0, 10)])
+    await asyncio.sleep(0)
     assert fenced.owes() and woken == [1]
     await fenced.retry_pending()
     assert not fenced.owes()
     broker.failures = 1
     assert await fenced.acquire([Q1]) == {}  # no answer: perhaps granted
-    assert fenced.unsure == {Q1} and fenced.owes() and woken == [1, 1]
+    await asyncio.sleep(0)
+    assert fenced.unsure == {Q1} and fenced.owes() and woken == [1, 1]  # at once again
+    fenced.close()
+
+
+async def test_wake_ups_back_off_while_the_broker_stays_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each wake-up runs a pass whose retry fails again: the passes space out (here 10 ms
+    doubling to 40 ms; 1 s to 20 s in use) instead of one per minimum interval for ever."""
+    monkeypatch.setattr(fenced_module, "OWED_WAKE_MIN_S", 0.01)
+    monkeypatch.setattr(fenced_module, "OWED_WAKE_MAX_S", 0.04)
+    broker = Broker()
+    spacing: list[float] = []  # at each pass: how long until the next may run
+    retries: set[asyncio.Task[set[MessageQueue]]] = set()
+    loop = asyncio.get_running_loop()
+    fenced: FencedHandoff
+
+    def wake() -> None:  # the rebalance service runs a pass: it retries, and fails again
+        spacing.append(round(fenced._wake_at - loop.time(), 3))
+        broker.failures = 1
+        task = loop.create_task(fenced.retry_pending())
+        retries.add(task)
+        task.add_done_callback(retries.discard)
+
+    fenced = FencedHandoff(broker, "G", owed=wake)
+    await fenced.acquire([Q0])
+    broker.failures = 1
+    await fenced.release([(Q0, 10)])
+    await asyncio.sleep(0.2)
+    assert spacing[:4] == [0.01, 0.02, 0.04, 0.04]
+    assert len(spacing) <= 8  # 0, 10, 30, 70, 110, 150, 190 ms at the earliest
+    assert fenced.owes()
+    broker.failures = 0  # the broker is back: the next retry clears it, and the backoff
+    await fenced.retry_pending()
+    assert not fenced.owes() and fenced._backoff == 0.01
+    fenced.close()

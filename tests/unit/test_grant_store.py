@@ -1,8 +1,8 @@
 """GrantStore: the fenced grant table on disk as a snapshot and a journal, on real files.
 
-A broker restarted at any point reads back exactly the table it had answered for: after
-journal appends, after a compaction, after a crash between a snapshot and the journal's
-truncation, after a torn append, and after a failed write.
+A broker restarted reads back the table of its last complete write: after journal appends,
+after a compaction, after a crash between a snapshot and the journal's truncation, after a
+torn append, and after a failed write; a table it cannot read, it starts without.
 """
 
 from __future__ import annotations
@@ -140,11 +140,40 @@ async def test_after_a_failed_write_no_change_is_lost(
     assert tables(restarted(path)[0]) == tables(grants)
 
 
-def test_an_unreadable_snapshot_starts_without_the_table(tmp_path: Path) -> None:
+async def test_an_unreadable_table_starts_without_it_and_sets_its_journal_aside(
+    tmp_path: Path,
+) -> None:
+    """Its lines must not be replayed over the next run's table (a crash between that run's
+    first snapshot and the journal's truncation would bring them back)."""
     path = tmp_path / "queueGrants.json"
+    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
+    churn(grants, 3)
+    await store.write(grants)
     path.write_text("{not json")
-    grants, restored = restarted(path)
-    assert restored is None and grants.grant_table == {}
+    after, restored = restarted(path)
+    assert restored is None and after.grant_table == {} and after.epoch_table == {}
+    assert not store.journal.exists()
+    assert store.journal.with_name(store.journal.name + ".unreadable").exists()
+
+
+async def test_a_malformed_change_restores_nothing_half(tmp_path: Path) -> None:
+    path = tmp_path / "queueGrants.json"
+    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
+    churn(grants, 3)
+    await store.write(grants)
+    store.journal.write_text(store.journal.read_text() + '{"seq": 999, "op": "move"}\n')
+    after, restored = restarted(path)
+    assert restored is None and after.grant_table == {} and after.channel_grant_table == {}
+
+
+async def test_bytes_that_are_not_text_end_the_replay_like_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "queueGrants.json"
+    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
+    churn(grants, 3)
+    await store.write(grants)
+    expected = tables(grants)
+    store.journal.write_bytes(store.journal.read_bytes() + b'{"seq": 99\xff\xfe\n')
+    assert tables(restarted(path)[0]) == expected
 
 
 def test_nothing_on_disk_restores_nothing(tmp_path: Path) -> None:
