@@ -30,6 +30,15 @@ def tables(grants: QueueGrantManager) -> dict[str, Any]:
     return grants.to_json()
 
 
+async def written(tmp_path: Path, rounds: int) -> tuple[Path, QueueGrantManager, GrantStore]:
+    """A broker's table after ``rounds`` of churn, written once: its path, table and store."""
+    path = tmp_path / "queueGrants.json"
+    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
+    churn(grants, rounds)
+    await store.write(grants)
+    return path, grants, store
+
+
 def churn(grants: QueueGrantManager, rounds: int) -> None:
     """Queues move from client to client: grants and drops."""
     for r in range(rounds):
@@ -71,10 +80,7 @@ async def test_a_long_journal_is_folded_into_a_snapshot(
 async def test_a_crash_before_the_journal_is_emptied_replays_nothing_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "queueGrants.json"
-    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
-    churn(grants, 4)
-    await store.write(grants)
+    path, grants, store = await written(tmp_path, 4)
     old_journal = store.journal.read_text()
     churn(grants, 3)
     store.snapshot_due = True  # the next write is a snapshot; it "crashes" before truncating
@@ -100,10 +106,7 @@ async def test_a_crash_before_the_journal_is_emptied_replays_nothing_twice(
 async def test_a_torn_last_line_is_left_out_and_the_next_write_is_a_snapshot(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "queueGrants.json"
-    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
-    churn(grants, 3)
-    await store.write(grants)
+    path, grants, store = await written(tmp_path, 3)
     expected = tables(grants)
     # A crash inside an append: its changes were never answered.
     store.journal.write_text(store.journal.read_text() + '{"seq": 999, "op": "gra')
@@ -121,10 +124,7 @@ async def test_a_torn_last_line_is_left_out_and_the_next_write_is_a_snapshot(
 async def test_after_a_failed_write_no_change_is_lost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "queueGrants.json"
-    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
-    churn(grants, 2)
-    await store.write(grants)
+    path, grants, store = await written(tmp_path, 2)
 
     def full_disk(path: Path, text: str) -> None:
         raise OSError(28, "No space left on device")
@@ -145,10 +145,7 @@ async def test_an_unreadable_table_starts_without_it_and_sets_its_journal_aside(
 ) -> None:
     """Its lines must not be replayed over the next run's table (a crash between that run's
     first snapshot and the journal's truncation would bring them back)."""
-    path = tmp_path / "queueGrants.json"
-    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
-    churn(grants, 3)
-    await store.write(grants)
+    path, _grants, store = await written(tmp_path, 3)
     path.write_text("{not json")
     after, restored = restarted(path)
     assert restored is None and after.grant_table == {} and after.epoch_table == {}
@@ -157,20 +154,14 @@ async def test_an_unreadable_table_starts_without_it_and_sets_its_journal_aside(
 
 
 async def test_a_malformed_change_restores_nothing_half(tmp_path: Path) -> None:
-    path = tmp_path / "queueGrants.json"
-    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
-    churn(grants, 3)
-    await store.write(grants)
+    path, _grants, store = await written(tmp_path, 3)
     store.journal.write_text(store.journal.read_text() + '{"seq": 999, "op": "move"}\n')
     after, restored = restarted(path)
     assert restored is None and after.grant_table == {} and after.channel_grant_table == {}
 
 
 async def test_bytes_that_are_not_text_end_the_replay_like_a_torn_line(tmp_path: Path) -> None:
-    path = tmp_path / "queueGrants.json"
-    grants, store = QueueGrantManager(epoch_base=0), GrantStore(path)
-    churn(grants, 3)
-    await store.write(grants)
+    path, grants, store = await written(tmp_path, 3)
     expected = tables(grants)
     store.journal.write_bytes(store.journal.read_bytes() + b'{"seq": 99\xff\xfe\n')
     assert tables(restarted(path)[0]) == expected
