@@ -80,7 +80,7 @@ class GrantStore:
         """Restore ``grants`` from disk: how many grants came back, None when none was kept.
 
         An unreadable snapshot starts the broker without the table (logged); a journal line
-        that cannot be read ends the replay there (a torn last append, never answered).
+        that cannot be read ends the replay there (a torn last append).
         """
         data: dict[str, Any] = {}
         try:
@@ -153,8 +153,7 @@ class GrantStore:
             ):
                 table = grants.to_json()
                 self.snapshot_due = True  # until both steps are done
-                text = await asyncio.to_thread(json.dumps, table, indent=1)
-                await asyncio.to_thread(self._write_snapshot, text)
+                await asyncio.to_thread(self._write_snapshot, table)
                 self.journal_lines, self.snapshot_due = 0, False
             elif changes:
                 text = "".join(json.dumps(c, separators=(",", ":")) + "\n" for c in changes)
@@ -165,7 +164,7 @@ class GrantStore:
             raise
         return version
 
-    def _write_snapshot(self, text: str) -> None:
-        write_atomically(self.snapshot, text)
+    def _write_snapshot(self, table: dict[str, Any]) -> None:
+        write_atomically(self.snapshot, json.dumps(table, indent=1))
         if self.journal.exists():
             _truncate_durably(self.journal)
