@@ -536,8 +536,9 @@ class RebalanceModeBase:
             self.impl.fenced.abandon(mqs)
 
     def handoff_owed(self) -> bool:
-        """Fenced: a release still owed or a grant unsure (the pass is then not balanced, and
-        the rebalance service runs another within its minimum interval)."""
+        """Fenced: a release still owed or a grant unsure. The pass then does not count as
+        balanced (the client does not report the group settled, and a notification of the same
+        members wakes a pass); the retry itself is the owed wake-up's (``FencedHandoff``)."""
         return self.impl.fenced is not None and self.impl.fenced.owes()
 
     async def before_rebalance(self) -> None:

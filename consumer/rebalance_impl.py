@@ -161,7 +161,7 @@ class RebalanceImpl:
                     if not is_retry_topic(topic):
                         balanced = False
             if self.mode.handoff_owed():
-                balanced = False  # a release owed or a grant unsure: the next pass settles it
+                balanced = False  # a release owed or a grant unsure: not settled yet
         finally:
             self._passing = False
         self.truncate_message_queue_not_my_topic()

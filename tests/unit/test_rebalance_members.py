@@ -423,8 +423,9 @@ async def test_a_notification_of_the_members_the_last_pass_used_wakes_no_pass() 
 
 
 async def test_a_pass_is_not_balanced_while_the_handoff_owes_a_release() -> None:
-    """The rebalance service runs another pass within its minimum interval (1 s) while a
-    pass ends unbalanced: that pass retries the release the broker did not get."""
+    """While a release is owed the pass does not count as balanced: the group is not reported
+    settled, and a notification of the same members still wakes a pass (the retry itself is
+    woken by the handoff)."""
 
     class Owing(Mode):
         owed = True
