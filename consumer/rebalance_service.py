@@ -5,9 +5,16 @@ with wake-ups coalesced and at most one rebalance per ``min_interval_ms`` (1 s);
 group reports "not balanced" it runs again every ``min_interval_ms``. A wake-up during the
 minimum interval is deferred, never lost.
 
-Where we differ from RocketMQ: its last-rebalance time starts at construction, so the very
-first wake-up can wait up to a second; ours starts in the past, so the first rebalance runs at
-once.
+Where we differ from RocketMQ:
+
+- its last-rebalance time starts at construction, so the very first wake-up can wait up to a
+  second; ours starts in the past, so the first rebalance runs at once;
+- the minimum interval is counted from the last pass a wake-up (or the 20 s timer) ran, not
+  from a retry of an unbalanced group. A group kept unbalanced by one queue (a fenced queue
+  its holder does not give up, two members with different routes of a topic) retries every
+  second; in RocketMQ each retry also defers the next notification's pass, so a membership
+  change waited up to a second behind an unrelated retry (measured: leaves of 570 ms instead
+  of 90 ms at 32 x 128). Passes stay at most two a second: one woken, one retry.
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ class RebalanceService:
         min_interval_ms: int = 1_000,
         clock: Callable[[], float] = time.monotonic,
         is_balanced: Callable[[], bool] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._do_rebalance = do_rebalance
         self.wait_interval_ms = wait_interval_ms
         self.min_interval_ms = min_interval_ms
         self._clock = clock
         self._is_balanced = is_balanced
+        self._sleep = sleep
         self._wakeup = asyncio.Event()
         self._retrying = False
         self._task: asyncio.Task[None] | None = None
@@ -60,7 +69,7 @@ class RebalanceService:
             self._task = None
 
     async def _run(self) -> None:
-        last = float("-inf")
+        last_woken = float("-inf")  # when the last pass a wake-up or the timer ran began
         wait_s = self.wait_interval_ms / 1000
         min_s = self.min_interval_ms / 1000
         while True:
@@ -78,16 +87,17 @@ class RebalanceService:
             ):
                 # Ours: the unbalanced state was fixed between passes (the fenced handoff takes
                 # a released queue at once), so the 1 s retry is not due. RocketMQ always
-                # retries; a no-op retry would re-arm the minimum interval and defer the next
-                # notification by up to a second.
+                # retries; here that pass would find nothing to do.
                 self._retrying = False
                 wait_s = self.wait_interval_ms / 1000
                 continue
-            elapsed = self._clock() - last
-            if elapsed < min_s:
-                await asyncio.sleep(min_s - elapsed)
+            retry = not woken and self._retrying
+            if not retry:
+                elapsed = self._clock() - last_woken
+                if elapsed < min_s:
+                    await self._sleep(min_s - elapsed)
+                last_woken = self._clock()
             self._wakeup.clear()
-            last = self._clock()
             try:
                 balanced = await self._do_rebalance()
             except Exception:
