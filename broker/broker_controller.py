@@ -47,6 +47,12 @@ AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 log = get_logger("aiorocketmq.broker")
 
 
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """A registration whose waiters timed out: take its outcome (they logged the timeout)."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -72,6 +78,8 @@ class BrokerController:
         self._register_now = asyncio.Event()
         self.namesrv: NameServerClient | None = None
         self.registered_count = 0
+        self._registered_version = -1  # the topics' data_version the name servers last got
+        self._registering: asyncio.Task[None] | None = None  # a registration a heartbeat awaits
         self.running = False
         self.remoting: RemotingServer | None = None
         self.metrics: ServerMetrics | None = None
@@ -310,6 +318,7 @@ class BrokerController:
         """REGISTER_BROKER to every name server, with every topic but internal ones."""
         if self.namesrv is None:
             return
+        version = self.topics.data_version
         topic_configs = [
             c.to_proto()
             for name, c in sorted(self.topics.topic_config_table.items())
@@ -326,6 +335,36 @@ class BrokerController:
             timeout=self.config.register_broker_timeout_ms / 1000,
         )
         self.registered_count += 1
+        self._registered_version = max(self._registered_version, version)
+
+    async def heartbeat(self, request: broker_pb2.HeartbeatRequest) -> broker_pb2.HeartbeatResponse:
+        """HEART_BEAT (both protocols). One that created its group's retry topic answers once
+        the name servers have it, as RocketMQ registers a topic created that way before
+        answering: a consumer that reads the retry topic's route after its heartbeat then sees
+        it on every broker. Read earlier, it was on only some of them, and such consumers
+        allocated the retry queues differently from the rest for up to 30 s (the route
+        refresh), each waiting on a queue another held."""
+        before = self.topics.data_version
+        response = self.client.heartbeat(request)
+        if self.topics.data_version != before:
+            await self.topics_registered()
+        return response
+
+    async def topics_registered(self) -> None:
+        """Return once the name servers have the topics as they are now, or the registration
+        failed or timed out (logged; the register loop tries again)."""
+        target = self.topics.data_version
+        if self.namesrv is None or self._registered_version >= target:
+            return
+        try:
+            async with asyncio.timeout(self.config.register_broker_timeout_ms / 1000):
+                while self._registered_version < target:
+                    if self._registering is None or self._registering.done():
+                        self._registering = asyncio.ensure_future(self.register_broker_all())
+                        self._registering.add_done_callback(_retrieve)
+                    await asyncio.shield(self._registering)
+        except (MQError, TimeoutError) as e:
+            log.warning("register broker to name server failed", error=str(e) or "timed out")
 
     async def _register_loop(self) -> None:
         period = self.config.register_name_server_period_ms / 1000

@@ -157,7 +157,7 @@ class BrokerRemoting:
     ) -> RemotingCommand:
         data = parse_heartbeat(cmd.body)
         channel = self._channel(conn, data.client_id)
-        self.b.client.heartbeat(
+        await self.b.heartbeat(
             broker_pb2.HeartbeatRequest(channel_id=channel.channel_id, heartbeat=data)
         )
         return cmd.response()

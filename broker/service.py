@@ -65,7 +65,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     async def Heartbeat(
         self, request: broker_pb2.HeartbeatRequest, context: Ctx
     ) -> broker_pb2.HeartbeatResponse:
-        return self.b.client.heartbeat(request)
+        return await self.b.heartbeat(request)
 
     @guard
     async def UnregisterClient(

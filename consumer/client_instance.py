@@ -276,6 +276,16 @@ class MQClientInstance:
                 log.info("topic route changed", topic=t, queues=len(mqs))
         return changed_any
 
+    async def refresh_routes_short_of_brokers(self, topics: Iterable[str]) -> None:
+        """Read again the routes of ``topics`` that miss a broker we heartbeat (a retry topic
+        our first heartbeat has just created there, which the brokers registered before
+        answering it); the others are left to the periodic refresh."""
+        brokers = set(self.broker_addr_table)
+        for topic in sorted(topics):
+            route = self.topic_route_table.get(topic)
+            if route is None or not brokers <= {bd.broker_name for bd in route.broker_datas}:
+                await self.update_topic_route_info_from_name_server(topic)
+
     def find_broker_addr(self, broker_name: str) -> str | None:
         """The master address of ``broker_name``, else any of its addresses."""
         addrs = self.broker_addr_table.get(broker_name) or {}
