@@ -252,8 +252,15 @@ class ClientManageProcessor:
         return settings
 
     def heartbeat(self, request: broker_pb2.HeartbeatRequest) -> broker_pb2.HeartbeatResponse:
-        """HEART_BEAT: register or refresh every group of the client on this channel."""
+        """HEART_BEAT: register or refresh every group of the client on this channel.
+
+        Ours: ``notified_elsewhere`` says whether the client wants this broker's notifications
+        (it takes them from one broker). A heartbeat that asks for them again is sent its
+        groups' members at once: it may have missed a change while another broker told it.
+        """
         channel = self._channel(request.channel_id, request.heartbeat.client_id)
+        asks_again = channel.notified_elsewhere and not request.notified_elsewhere
+        channel.notified_elsewhere = request.notified_elsewhere
         data = request.heartbeat
         client_id = data.client_id or channel.client_id
         now = _now_ms()
@@ -307,6 +314,12 @@ class ClientManageProcessor:
                     client_id=client_id,
                     channel_id=channel.channel_id,
                 )
+            elif asks_again and self._group_notify_enabled(group):
+                known = self.consumer_manager.get_consumer_group_info(group)
+                if known is not None and known.message_model != common_pb2.BROADCASTING:
+                    self.listener.notify_consumer_change(
+                        group, known.get_all_channels(), only=channel
+                    )
         for producer in data.producer_data_set:
             self.producer_manager.register_producer(producer.group_name, info, now)
         return broker_pb2.HeartbeatResponse()

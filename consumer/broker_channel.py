@@ -66,6 +66,7 @@ class BrokerChannel:
         reconnect_delay_ms: int = 200,
         reconnect_max_delay_ms: int = 5_000,
         on_open: Callable[[BrokerChannel], None] | None = None,
+        on_lost: Callable[[BrokerChannel], None] | None = None,
     ) -> None:
         self.addr = addr
         self.client_id = client_id
@@ -73,6 +74,7 @@ class BrokerChannel:
         self._on_event = on_event
         self._on_reopen = on_reopen
         self._on_open = on_open  # every open, first ones included, before any event
+        self._on_lost = on_lost  # every end of an open stream, but close()
         self.reconnect_delay_ms = reconnect_delay_ms
         self.reconnect_max_delay_ms = reconnect_max_delay_ms
         self.channel_id: str | None = None
@@ -134,10 +136,12 @@ class BrokerChannel:
         )
         while True:
             call: Any = None
+            opened = False
             try:
                 call = self._call = self._stub().OpenChannel(request)
                 async for event in call:
                     if event.WhichOneof("event") == "opened":
+                        opened = True
                         self._opened(event.opened)
                     else:
                         self._dispatch(event)
@@ -156,6 +160,11 @@ class BrokerChannel:
                 self._call = None
                 self.channel_id = None
                 self._ready.clear()
+            if opened and self._on_lost is not None:
+                try:
+                    self._on_lost(self)
+                except Exception:  # the owner's failure costs the callback, not the stream
+                    log.exception("channel lost handler failed", addr=self.addr)
             self.failures += 1
             delay = reconnect_backoff_ms(
                 self.failures, self.reconnect_delay_ms, self.reconnect_max_delay_ms, random.random()

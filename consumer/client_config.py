@@ -37,6 +37,12 @@ class ClientConfig:
     # an older one, or one from a broker whose clock is behind ours by more, leaves the pass
     # to ask a broker for the members, as RocketMQ always does.
     notified_ids_max_age_ms: int = 5_000
+    # Ours: heartbeats ask one broker (chosen by the client id, the next open one when its
+    # channel is lost) for NOTIFY_CONSUMER_IDS_CHANGED and tell the others not to send it
+    # (``HeartbeatRequest.notified_elsewhere``): every broker sees every change, so with four
+    # brokers each change was told four times, a quarter of a broker's messages in a change
+    # of a 1,000-consumer group. False: every broker notifies, as in RocketMQ.
+    notified_by_one_broker: bool = True
 
     def __post_init__(self) -> None:
         if self.channel_reconnect_delay_ms < 1:

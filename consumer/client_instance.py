@@ -18,6 +18,7 @@ import asyncio
 import random
 import sys
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, ClassVar, Protocol
 
@@ -84,6 +85,7 @@ class MQClientInstance:
         # The channel id each broker last acknowledged a heartbeat on.
         self._heartbeat_landed: dict[str, str] = {}
         self.channels: dict[str, BrokerChannel] = {}
+        self._notifier: str | None = None  # the broker whose notifications we take, if one
         self.rebalance_service = RebalanceService(
             self.do_rebalance,
             wait_interval_ms=self.config.rebalance_wait_interval_ms,
@@ -375,6 +377,7 @@ class MQClientInstance:
                 reconnect_delay_ms=self.config.channel_reconnect_delay_ms,
                 reconnect_max_delay_ms=self.config.channel_reconnect_max_delay_ms,
                 on_open=self._on_channel_open,
+                on_lost=self._on_channel_lost,
             )
             self.channels[addr] = channel
             channel.start()
@@ -550,18 +553,46 @@ class MQClientInstance:
             consumer_data_set=[c.consumer_data() for c in self.consumer_table.values()],
         )
 
+    def _pick_notifier(self, addrs: list[str]) -> str | None:
+        """The broker whose NOTIFY_CONSUMER_IDS_CHANGED we take (``notified_by_one_broker``):
+        the one picked before while its channel lives, else the first from a place set by our
+        client id (so that a group's members spread over the brokers) whose channel is open or
+        not opened yet."""
+        if not self.config.notified_by_one_broker or not addrs:
+            return None
+
+        def usable(addr: str) -> bool:
+            channel = self.channels.get(addr)
+            return channel is None or channel.channel_id is not None
+
+        if self._notifier in addrs and usable(self._notifier):
+            return self._notifier
+        start = zlib.crc32(self.client_id.encode()) % len(addrs)
+        order = addrs[start:] + addrs[:start]
+        self._notifier = next((a for a in order if usable(a)), order[0])
+        return self._notifier
+
+    def _notified_elsewhere(self, addr: str) -> bool:
+        """Whether the broker at ``addr`` is to send us no notifications (another one does)."""
+        return self._notifier is not None and addr != self._notifier
+
+    def _on_channel_lost(self, channel: BrokerChannel) -> None:
+        """The stream of the broker that notifies us ended: the next heartbeat round, now,
+        asks another one (ours: until it lands, no broker tells us of a change)."""
+        if channel.addr == self._notifier and self.running:
+            self._spawn_side_task(self._heartbeat_in_background())
+
     async def _heartbeat_one(self, addr: str, data: common_pb2.HeartbeatData) -> bool:
         channel = self._channel(addr)
         channel_id = await channel.wait_ready(self._timeout())
         if channel_id is None:
             log.warning("no channel to broker for heartbeat", addr=addr)
             return False
+        request = broker_pb2.HeartbeatRequest(
+            channel_id=channel_id, heartbeat=data, notified_elsewhere=self._notified_elsewhere(addr)
+        )
         try:
-            await call(
-                self.brokers.stub(addr).Heartbeat,
-                broker_pb2.HeartbeatRequest(channel_id=channel_id, heartbeat=data),
-                self._timeout(),
-            )
+            await call(self.brokers.stub(addr).Heartbeat, request, self._timeout())
         except ChannelNotFound:
             channel.mark_broken(channel_id)
             return False
@@ -612,6 +643,7 @@ class MQClientInstance:
                 )
                 if not data.consumer_data_set or not addrs:
                     break
+                self._pick_notifier(addrs)
                 await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
                 sent = True
             if self._heartbeat_again and self.running:

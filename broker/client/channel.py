@@ -25,6 +25,9 @@ Rules:
   stream (``notified_versions``): the broker sends the next one as a change from it
   (``protocol.membership``). A notification superseded or dropped was never sent, so it
   does not count.
+- A client connected to several brokers may ask to be told of its groups' changes by one of
+  them only (``notified_elsewhere``, set by each of its heartbeats here): the channel stays a
+  member, but is sent no notification.
 - ``close()`` is idempotent and wakes the reader of ``events()``; events still queued at close
   are discarded (nobody is left to read them).
 - No task is started here: the stream handler of the gRPC service iterates ``events()``.
@@ -61,6 +64,7 @@ class Channel:
         "client_id",
         "dropped",
         "language",
+        "notified_elsewhere",
         "notified_versions",
         "opened_at",
         "outbox",
@@ -102,6 +106,8 @@ class Channel:
         self._closed = False
         # group -> the membership version of the last notification handed to the stream.
         self.notified_versions: dict[str, int] = {}
+        # The client learns of its groups' changes from another broker: no notification here.
+        self.notified_elsewhere = False
 
     @property
     def closed(self) -> bool:

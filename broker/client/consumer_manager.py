@@ -561,7 +561,8 @@ class ConsumerManager:
 
 
 class DefaultConsumerIdsChangeListener:
-    """Pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` to every channel of a group on CHANGE.
+    """Pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` to every channel of a group on CHANGE (ours: but
+    those whose client is notified by another broker, ``Channel.notified_elsewhere``).
 
     ``notify_consumer_ids_changed_enable`` is the broker-level switch (broker.conf,
     default true): off, CHANGE is dropped. ``real_time_notify_consumer_change`` (default true)
@@ -655,15 +656,22 @@ class DefaultConsumerIdsChangeListener:
             self._last_notified[group] = asyncio.get_running_loop().time()
             self.notify_consumer_change(group, [c for c in channels if not c.closed])
 
-    def notify_consumer_change(self, group: str, channels: Iterable[Channel]) -> int:
-        """Offer the notification to each channel now; how many accepted it."""
-        targets = list(channels)
+    def notify_consumer_change(
+        self, group: str, channels: Iterable[Channel], *, only: Channel | None = None
+    ) -> int:
+        """Offer the notification to each channel now, but those notified by another broker
+        (or to ``only``, one of them); how many accepted it."""
+        every = list(channels)
         sent = 0
         # The members (the channels' client ids, GET_CONSUMER_LIST_BY_GROUP's answer) go along,
         # so the thousand rebalances it triggers need not each ask for them: whole to a channel
         # that holds no earlier version, as a change to one that does. One message per base
         # version, shared by its channels: never mutated after this point.
-        members = [c.client_id for c in targets]
+        members = [c.client_id for c in every]
+        if only is not None:
+            targets = [only]
+        else:
+            targets = [c for c in every if not c.notified_elsewhere]
         version = self.history.record(group, members)
         sent_at_ms = int(time.time() * 1000)
         events: dict[int, broker_pb2.ChannelEvent] = {}
@@ -681,7 +689,7 @@ class DefaultConsumerIdsChangeListener:
                 sent += 1
         self.notifications_sent += sent
         self.notifications_dropped += len(targets) - sent
-        log.info("NOTIFY_CONSUMER_IDS_CHANGED", group=group, channels=len(targets), sent=sent)
+        log.info("NOTIFY_CONSUMER_IDS_CHANGED", group=group, channels=len(every), sent=sent)
         return sent
 
     def _event(

@@ -119,12 +119,14 @@ class GetConsumerRunningInfo(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., consumer_group: _Optional[str] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("channel_id", "heartbeat")
+    __slots__ = ("channel_id", "heartbeat", "notified_elsewhere")
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    NOTIFIED_ELSEWHERE_FIELD_NUMBER: _ClassVar[int]
     channel_id: str
     heartbeat: _common_pb2.HeartbeatData
-    def __init__(self, channel_id: _Optional[str] = ..., heartbeat: _Optional[_Union[_common_pb2.HeartbeatData, _Mapping]] = ...) -> None: ...
+    notified_elsewhere: bool
+    def __init__(self, channel_id: _Optional[str] = ..., heartbeat: _Optional[_Union[_common_pb2.HeartbeatData, _Mapping]] = ..., notified_elsewhere: _Optional[bool] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
     __slots__ = ()

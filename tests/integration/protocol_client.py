@@ -69,10 +69,12 @@ def heartbeat_request(
     groups: dict[str, list[str]],
     *,
     message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
+    notified_elsewhere: bool = False,
 ) -> broker_pb2.HeartbeatRequest:
     """HEART_BEAT on ``channel_id``: ``client_id`` consumes in each group, its topics."""
     return broker_pb2.HeartbeatRequest(
         channel_id=channel_id,
+        notified_elsewhere=notified_elsewhere,
         heartbeat=common_pb2.HeartbeatData(
             client_id=client_id,
             consumer_data_set=[
@@ -211,17 +213,25 @@ class ProtocolClient:
         topics: list[str],
         *,
         message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
+        notified_elsewhere: bool = False,
     ) -> None:
-        await self.heartbeat_groups({group: topics}, message_model=message_model)
+        await self.heartbeat_groups(
+            {group: topics}, message_model=message_model, notified_elsewhere=notified_elsewhere
+        )
 
     async def heartbeat_groups(
         self,
         groups: dict[str, list[str]],
         *,
         message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
+        notified_elsewhere: bool = False,
     ) -> None:
         request = heartbeat_request(
-            self.channel_id, self.client_id, groups, message_model=message_model
+            self.channel_id,
+            self.client_id,
+            groups,
+            message_model=message_model,
+            notified_elsewhere=notified_elsewhere,
         )
         await self.stub.Heartbeat(request, timeout=RPC_TIMEOUT)
 

@@ -562,3 +562,55 @@ async def test_producer_and_name_server_failures_cancel_no_other_call(
         gate.opened.set()
         routes = await asyncio.gather(*queries)
         assert all(len(r.queue_datas) == len(BROKERS) for r in routes)
+
+
+def notifiers(cluster: LocalCluster, consumer: PushConsumer) -> list[str]:
+    """The brokers that send ``consumer`` its group's notifications (their channel of it is
+    not ``notified_elsewhere``)."""
+    return [
+        b
+        for b in BROKERS
+        if any(
+            c.client_id == consumer.client_id and not c.notified_elsewhere
+            for c in cluster.broker(b).client.channels.values()
+        )
+    ]
+
+
+async def test_one_broker_notifies_a_consumer_and_another_once_its_channel_is_lost(
+    cluster: LocalCluster, conns: BrokerConnections
+) -> None:
+    """Heartbeats ask one broker for notifications and tell the others not to send them; when
+    that broker's channel ends, the next round (at once) asks another one, and a change is told
+    again. With ``notified_by_one_broker`` off, every broker notifies (RocketMQ)."""
+    received = Received()
+    one = new_consumer(cluster, "one", received)
+    every = new_consumer(cluster, "every", received, notified_by_one_broker=False)
+    try:
+        await one.start()
+        await rejoined(conns, cluster, [one], "started")
+        [first] = notifiers(cluster, one)
+        broker = cluster.broker(first)
+        [closed] = [c for c in broker.client.channels.values() if c.client_id == one.client_id]
+        broker.client.close_channel(closed)  # as the expiry scan does
+
+        def moved() -> bool:
+            return len(now := notifiers(cluster, one)) == 1 and now != [first]
+
+        await wait_until(moved, timeout=10, message="another broker notifies the consumer")
+        [second] = notifiers(cluster, one)
+        await wait_until(
+            lambda: channel_to(cluster, one, first).channel_id is not None,
+            message="the lost channel reopened",
+        )
+        await rejoined(conns, cluster, [one], "after the channel was lost")
+        assert notifiers(cluster, one) == [second]  # the reopened one stays quiet
+
+        told = client_of(one).notifications_received
+        await every.start()  # a change of the group: told to the old member by `second`
+        await rejoined(conns, cluster, [one, every], "the second one joined")
+        assert client_of(one).notifications_received > told
+        assert notifiers(cluster, every) == list(BROKERS)
+    finally:
+        await every.shutdown()
+        await one.shutdown()

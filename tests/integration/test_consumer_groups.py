@@ -118,6 +118,41 @@ async def test_second_client_joining_notifies_both_and_is_listed(tmp_path: Path)
         await c2.expect_queue_released(G)
 
 
+async def test_a_member_notified_elsewhere_is_listed_but_not_told(tmp_path: Path) -> None:
+    """``notified_elsewhere``: the channel is a member (in the list, in the others'
+    notifications) and is sent no notification; a heartbeat that clears it is answered with
+    the group's members at once, and the changes after it are told again."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        await c1.expect_notify(G)
+        quiet = await cs.new("quiet")
+        await quiet.open()
+        await quiet.heartbeat(G, [TOPIC], notified_elsewhere=True)
+        await c1.expect_notify(G)  # the quiet member's join is told to the others
+        assert await c1.consumer_ids(G) == sorted([c1.client_id, quiet.client_id])
+
+        c2 = await cs.join("c2")
+        await c1.expect_notify(G)
+        await c2.expect_notify(G)
+        await c1.push_queue_released(G, BARRIER_QUEUE, to=[quiet])
+        await quiet.expect_queue_released(G)  # its first event: no notification before it
+
+        await quiet.heartbeat(G, [TOPIC])  # this broker is to notify it again
+        event = await quiet.next_event()
+        notify = event.notify_consumer_ids_changed
+        assert notify.consumer_group == G
+        assert sorted(notify.consumer_id_list) == sorted(
+            [c1.client_id, c2.client_id, quiet.client_id]
+        )
+        await c1.push_queue_released(G, BARRIER_QUEUE, to=[c1, c2])  # not a change: not told
+        await c1.expect_queue_released(G)
+        await c2.expect_queue_released(G)
+
+        await c2.unregister(G)
+        await c1.expect_notify(G)
+        await quiet.expect_notify(G)
+
+
 async def test_subscribing_another_topic_notifies_the_group(tmp_path: Path) -> None:
     async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
         await cluster.create_topic("OtherTopic", 2)
