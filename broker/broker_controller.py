@@ -47,6 +47,10 @@ AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 log = get_logger("aiorocketmq.broker")
 
 
+HEARTBEAT_REGISTER_WAIT_S = 1.5
+"""How long a heartbeat that created a topic waits for the name servers to have it."""
+
+
 def _retrieve(task: asyncio.Task[None]) -> None:
     """A registration whose waiters timed out: take its outcome (they logged the timeout)."""
     if not task.cancelled():
@@ -265,6 +269,9 @@ class BrokerController:
         if not self.running:
             return
         self.running = False
+        if self._registering is not None:  # not to land after the unregistration below
+            self._registering.cancel()
+            await asyncio.gather(self._registering, return_exceptions=True)
         if self.namesrv is not None:
             try:
                 await self.namesrv.unregister_broker(
@@ -351,20 +358,26 @@ class BrokerController:
         return response
 
     async def topics_registered(self) -> None:
-        """Return once the name servers have the topics as they are now, or the registration
-        failed or timed out (logged; the register loop tries again)."""
+        """Return once the name servers have the topics as they are now, or after
+        ``HEARTBEAT_REGISTER_WAIT_S`` (well within a client's 3 s deadline) or a failure:
+        logged, and the register loop tries again."""
         target = self.topics.data_version
         if self.namesrv is None or self._registered_version >= target:
             return
         try:
-            async with asyncio.timeout(self.config.register_broker_timeout_ms / 1000):
+            async with asyncio.timeout(HEARTBEAT_REGISTER_WAIT_S):
                 while self._registered_version < target:
-                    if self._registering is None or self._registering.done():
-                        self._registering = asyncio.ensure_future(self.register_broker_all())
-                        self._registering.add_done_callback(_retrieve)
-                    await asyncio.shield(self._registering)
+                    await asyncio.shield(self._register_shared())
         except (MQError, TimeoutError) as e:
             log.warning("register broker to name server failed", error=str(e) or "timed out")
+
+    def _register_shared(self) -> asyncio.Task[None]:
+        """The registration in flight, or a new one: the register loop and the heartbeats that
+        wait for one share it, so a topic created by a heartbeat is registered once."""
+        if self._registering is None or self._registering.done():
+            self._registering = asyncio.ensure_future(self.register_broker_all())
+            self._registering.add_done_callback(_retrieve)
+        return self._registering
 
     async def _register_loop(self) -> None:
         period = self.config.register_name_server_period_ms / 1000
@@ -376,7 +389,9 @@ class BrokerController:
                 pass
             self._register_now.clear()
             try:
-                await self.register_broker_all()
+                await asyncio.shield(self._register_shared())
+                while self._registered_version < self.topics.data_version:
+                    await asyncio.shield(self._register_shared())  # that one began before
             except MQError as e:
                 log.warning("register broker to name server failed", error=str(e))
 

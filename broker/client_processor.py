@@ -314,7 +314,12 @@ class ClientManageProcessor:
                     client_id=client_id,
                     channel_id=channel.channel_id,
                 )
-            elif asks_again and self._group_notify_enabled(group):
+            elif (
+                asks_again
+                and self.listener.notify_consumer_ids_changed_enable
+                and self.listener.real_time_notify_consumer_change
+                and self._group_notify_enabled(group)
+            ):
                 known = self.consumer_manager.get_consumer_group_info(group)
                 if known is not None and known.message_model != common_pb2.BROADCASTING:
                     self.listener.notify_consumer_change(

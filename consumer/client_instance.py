@@ -37,6 +37,7 @@ from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.route import MASTER_ID, route_to_subscribe_queues
 from aiorocketmq.protocol.rpc import call
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.protocol.validators import is_retry_topic
 from aiorocketmq.trace import tracer
 
 __all__ = ["ConsumerInner", "MQClientInstance", "MQClientManager", "consumer_client_id"]
@@ -278,15 +279,28 @@ class MQClientInstance:
                 log.info("topic route changed", topic=t, queues=len(mqs))
         return changed_any
 
-    async def refresh_routes_short_of_brokers(self, topics: Iterable[str]) -> None:
-        """Read again the routes of ``topics`` that miss a broker we heartbeat (a retry topic
-        our first heartbeat has just created there, which the brokers registered before
-        answering it); the others are left to the periodic refresh."""
+    def _retry_topics(self) -> set[str]:
+        return {
+            t
+            for c in self.consumer_table.values()
+            for t in c.subscribed_topics()
+            if is_retry_topic(t)
+        }
+
+    async def refresh_routes_short_of_brokers(self, topics: Iterable[str]) -> bool:
+        """Read again the routes of ``topics`` that miss a broker we heartbeat; True if one
+        changed. After each heartbeat round, for the groups' retry topics: the round's
+        heartbeats create a group's retry topic where it was missing, and a broker that
+        created it answers only once the name server has it. Read only before (RocketMQ's
+        order), members that started together saw it on different brokers for up to 30 s
+        (the route poll) and allocated its queues differently."""
         brokers = set(self.broker_addr_table)
+        changed = False
         for topic in sorted(topics):
             route = self.topic_route_table.get(topic)
             if route is None or not brokers <= {bd.broker_name for bd in route.broker_datas}:
-                await self.update_topic_route_info_from_name_server(topic)
+                changed = await self.update_topic_route_info_from_name_server(topic) or changed
+        return changed
 
     def find_broker_addr(self, broker_name: str) -> str | None:
         """The master address of ``broker_name``, else any of its addresses."""
@@ -553,34 +567,59 @@ class MQClientInstance:
             consumer_data_set=[c.consumer_data() for c in self.consumer_table.values()],
         )
 
-    def _pick_notifier(self, addrs: list[str]) -> str | None:
-        """The broker whose NOTIFY_CONSUMER_IDS_CHANGED we take (``notified_by_one_broker``):
-        the one picked before while its channel lives, else the first from a place set by our
-        client id (so that a group's members spread over the brokers) whose channel is open or
-        not opened yet."""
-        if not self.config.notified_by_one_broker or not addrs:
-            return None
+    def _broker_addrs(self) -> list[str]:
+        """Every broker address of the routes, sorted: whom a heartbeat round goes to."""
+        return sorted({a for addrs in self.broker_addr_table.values() for a in addrs.values()})
 
-        def usable(addr: str) -> bool:
-            channel = self.channels.get(addr)
-            return channel is None or channel.channel_id is not None
-
-        if self._notifier in addrs and usable(self._notifier):
-            return self._notifier
+    def _notifier_order(self, addrs: list[str]) -> list[str]:
+        """``addrs`` from a place set by our client id, so that a group's members spread their
+        notifying brokers over the brokers."""
         start = zlib.crc32(self.client_id.encode()) % len(addrs)
-        order = addrs[start:] + addrs[:start]
-        self._notifier = next((a for a in order if usable(a)), order[0])
-        return self._notifier
+        return addrs[start:] + addrs[:start]
+
+    def _pick_notifier(self, addrs: list[str]) -> None:
+        """Before a round: the broker whose NOTIFY_CONSUMER_IDS_CHANGED we take
+        (``notified_by_one_broker``): the one picked before while its channel lives, else the
+        first in our order with an open channel, else the first not opened yet."""
+        if not self.config.notified_by_one_broker or not addrs:
+            self._notifier = None
+            return
+        if self._notifier in addrs and self._channel_open(self._notifier):
+            return
+        order = self._notifier_order(addrs)
+        self._notifier = next(
+            (a for a in order if self._channel_open(a)),
+            next((a for a in order if a not in self.channels), order[0]),
+        )
+
+    def _channel_open(self, addr: str) -> bool:
+        channel = self.channels.get(addr)
+        return channel is not None and channel.channel_id is not None
 
     def _notified_elsewhere(self, addr: str) -> bool:
         """Whether the broker at ``addr`` is to send us no notifications (another one does)."""
         return self._notifier is not None and addr != self._notifier
 
-    def _on_channel_lost(self, channel: BrokerChannel) -> None:
-        """The stream of the broker that notifies us ended: the next heartbeat round, now,
-        asks another one (ours: until it lands, no broker tells us of a change)."""
-        if channel.addr == self._notifier and self.running:
+    async def _find_notifier(self, addrs: list[str], failed: set[str]) -> None:
+        """The notifying broker's heartbeat failed or its channel ended: ask the others with
+        an open channel in our order until one takes it. If none does, every broker is to
+        notify us, which the round after says to them (until then, none may)."""
+        for addr in self._notifier_order(addrs):
+            if addr in failed or not self._channel_open(addr):
+                continue
+            self._notifier = addr
+            if await self._heartbeat_one(addr, self._heartbeat_data()):
+                return
+            failed.add(addr)
+        self._notifier = None
+        if self.running:
             self._spawn_side_task(self._heartbeat_in_background())
+
+    def _on_channel_lost(self, channel: BrokerChannel) -> None:
+        """The stream of the broker that notifies us ended: another one is asked at once
+        (ours: until its heartbeat lands, no broker tells us of a change)."""
+        if channel.addr == self._notifier and self.running and self.consumer_table:
+            self._spawn_side_task(self._find_notifier(self._broker_addrs(), {channel.addr}))
 
     async def _heartbeat_one(self, addr: str, data: common_pb2.HeartbeatData) -> bool:
         channel = self._channel(addr)
@@ -588,17 +627,21 @@ class MQClientInstance:
         if channel_id is None:
             log.warning("no channel to broker for heartbeat", addr=addr)
             return False
-        request = broker_pb2.HeartbeatRequest(
-            channel_id=channel_id, heartbeat=data, notified_elsewhere=self._notified_elsewhere(addr)
-        )
-        try:
-            await call(self.brokers.stub(addr).Heartbeat, request, self._timeout())
-        except ChannelNotFound:
-            channel.mark_broken(channel_id)
-            return False
-        except MQError as e:
-            log.warning("send heart beat to broker failed", addr=addr, error=str(e))
-            return False
+        for _ in range(2):
+            elsewhere = self._notified_elsewhere(addr)
+            request = broker_pb2.HeartbeatRequest(
+                channel_id=channel_id, heartbeat=data, notified_elsewhere=elsewhere
+            )
+            try:
+                await call(self.brokers.stub(addr).Heartbeat, request, self._timeout())
+            except ChannelNotFound:
+                channel.mark_broken(channel_id)
+                return False
+            except MQError as e:
+                log.warning("send heart beat to broker failed", addr=addr, error=str(e))
+                return False
+            if elsewhere == self._notified_elsewhere(addr):
+                break  # else another broker was picked while it flew: say it again
         self._heartbeat_landed[addr] = channel_id
         return True
 
@@ -638,14 +681,17 @@ class MQClientInstance:
                     break
                 self._heartbeat_again = False
                 data = self._heartbeat_data()
-                addrs = sorted(
-                    {a for addrs in self.broker_addr_table.values() for a in addrs.values()}
-                )
+                addrs = self._broker_addrs()
                 if not data.consumer_data_set or not addrs:
                     break
                 self._pick_notifier(addrs)
-                await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
+                landed = await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
                 sent = True
+                notifier = self._notifier
+                if notifier is not None and not landed[addrs.index(notifier)]:
+                    await self._find_notifier(addrs, {notifier})
+                if await self.refresh_routes_short_of_brokers(self._retry_topics()):
+                    self.rebalance_immediately()
             if self._heartbeat_again and self.running:
                 self._spawn_side_task(self._heartbeat_in_background())
             return sent

@@ -162,13 +162,8 @@ class ConsumerCore:
     async def join(self, *, rebalance: bool) -> None:
         """Heartbeat every broker (the channels open, the brokers notify the group); rebalance."""
         assert self.client is not None
-        if await self.client.send_heartbeat_to_all_broker():
-            # The heartbeat created the group's retry topic on brokers where it was missing:
-            # its route, read before, would give this member fewer retry queues than the rest.
-            retry = {t for t in self.subscribed_topics() if is_retry_topic(t)}
-            await self.client.refresh_routes_short_of_brokers(retry)
-            if rebalance:
-                self.client.rebalance_immediately()
+        if await self.client.send_heartbeat_to_all_broker() and rebalance:
+            self.client.rebalance_immediately()
 
     async def leave(self) -> None:
         """UNREGISTER_CLIENT everywhere, forget the rebalance state, stop side tasks, release."""

@@ -1,7 +1,7 @@
 """``RebalanceService``: when rebalances run (spec 1.3).
 
 Every ``wait_interval_ms`` (20 s), at once when woken (on start, on NOTIFY_CONSUMER_IDS_CHANGED),
-with wake-ups coalesced and at most one rebalance per ``min_interval_ms`` (1 s); while any
+with wake-ups coalesced and at most one such rebalance per ``min_interval_ms`` (1 s); while any
 group reports "not balanced" it runs again every ``min_interval_ms``. A wake-up during the
 minimum interval is deferred, never lost.
 

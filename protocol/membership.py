@@ -68,6 +68,17 @@ class MembershipHistory:
             kept.popitem(last=False)
         return self._next
 
+    def current(self, group: str, members: Sequence[str]) -> int:
+        """The version of ``group``'s latest round if it had exactly these members, else a new
+        round's: a notification that repeats the membership (to one channel) then costs no
+        version, which would push out of ``keep`` a base the other channels hold."""
+        kept = self._kept.get(group)
+        if kept:
+            version, latest = next(reversed(kept.items()))
+            if latest is not None and len(latest) == len(members) and latest == set(members):
+                return version
+        return self.record(group, members)
+
     def changes_since(self, group: str, base: int, version: int) -> MembershipChange | None:
         """The change from ``base`` to ``version`` (both recorded for ``group``), or None when
         only the whole list will do: ``base`` unknown or forgotten, or an id repeated."""

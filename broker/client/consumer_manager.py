@@ -668,11 +668,12 @@ class DefaultConsumerIdsChangeListener:
         # that holds no earlier version, as a change to one that does. One message per base
         # version, shared by its channels: never mutated after this point.
         members = [c.client_id for c in every]
-        if only is not None:
+        if only is not None:  # the same members again, to one channel: no new version
             targets = [only]
+            version = self.history.current(group, members)
         else:
             targets = [c for c in every if not c.notified_elsewhere]
-        version = self.history.record(group, members)
+            version = self.history.record(group, members)
         sent_at_ms = int(time.time() * 1000)
         events: dict[int, broker_pb2.ChannelEvent] = {}
         # In a random order, as RocketMQ's hash-ordered channel table gives each broker its own:
@@ -689,7 +690,13 @@ class DefaultConsumerIdsChangeListener:
                 sent += 1
         self.notifications_sent += sent
         self.notifications_dropped += len(targets) - sent
-        log.info("NOTIFY_CONSUMER_IDS_CHANGED", group=group, channels=len(every), sent=sent)
+        log.info(
+            "NOTIFY_CONSUMER_IDS_CHANGED",
+            group=group,
+            channels=len(targets),
+            sent=sent,
+            notified_elsewhere=len(every) - len(targets) if only is None else 0,
+        )
         return sent
 
     def _event(

@@ -533,8 +533,14 @@ def test_notify_logs_group_and_channel_count() -> None:
             "group": "G",
             "channels": 2,
             "sent": 2,
+            "notified_elsewhere": 0,
         }
     ]
+    c2.notified_elsewhere = True  # its client takes another broker's notifications
+    with capture_logs() as logs:
+        b.heartbeat("G", b.channel("cid-3"), ["T"])
+    [note] = [e for e in logs if e["event"] == "NOTIFY_CONSUMER_IDS_CHANGED"]
+    assert (note["channels"], note["sent"], note["notified_elsewhere"]) == (2, 2, 1)
 
 
 def test_batched_mode_keeps_latest_channel_list_until_flush() -> None:

@@ -16,6 +16,9 @@ class _Consumer:
     def consumer_data(self) -> common_pb2.ConsumerData:
         return common_pb2.ConsumerData(group_name="g")
 
+    def subscribed_topics(self) -> set[str]:
+        return set()
+
 
 async def test_a_caller_waits_for_two_rounds_at_most_and_later_calls_still_get_theirs() -> None:
     client = MQClientInstance("127.0.0.1@hb", "127.0.0.1:1")
@@ -50,8 +53,12 @@ async def test_a_caller_waits_for_two_rounds_at_most_and_later_calls_still_get_t
 
 
 class _Channel:
-    def __init__(self, channel_id: str | None) -> None:
+    def __init__(self, channel_id: str | None, addr: str = "") -> None:
         self.channel_id = channel_id
+        self.addr = addr
+
+    async def close(self) -> None:
+        self.channel_id = None
 
 
 def test_a_broker_without_a_heartbeat_on_its_current_channel_is_found() -> None:
@@ -68,3 +75,93 @@ def test_a_broker_without_a_heartbeat_on_its_current_channel_is_found() -> None:
     client.channels["127.0.0.1:2"] = _Channel("ch-2")  # type: ignore[assignment]
     assert client.heartbeat_missing(["broker-a"])  # reopened: the old channel's does not count
     assert not client.heartbeat_missing(["broker-unknown"])  # no address: nothing to send to
+
+
+# ---- the one broker that notifies (ClientConfig.notified_by_one_broker) -----------------------
+ADDRS = [f"127.0.0.1:{p}" for p in (2, 3, 4, 5)]
+
+
+def notified_client(client_id: str = "127.0.0.1@hb") -> MQClientInstance:
+    """A client of four brokers, each with an open channel, whose heartbeats are recorded."""
+    client = MQClientInstance(client_id, "127.0.0.1:1")
+    client.running = True
+    client.broker_addr_table = {f"broker-{i}": {0: a} for i, a in enumerate(ADDRS)}
+    client.consumer_table["g"] = _Consumer()  # type: ignore[assignment]
+    for i, addr in enumerate(ADDRS):
+        client.channels[addr] = _Channel(f"ch-{i}", addr)  # type: ignore[assignment]
+    return client
+
+
+async def test_the_notifying_broker_is_one_and_spread_by_client_id() -> None:
+    picked = []
+    for i in range(40):
+        client = notified_client(f"127.0.0.1@c{i}")
+        sent: dict[str, bool] = {}
+
+        async def heartbeat_one(
+            addr: str, data: Any, c: MQClientInstance = client, sent: dict[str, bool] = sent
+        ) -> bool:
+            sent[addr] = c._notified_elsewhere(addr)
+            return True
+
+        client._heartbeat_one = heartbeat_one  # type: ignore[method-assign]
+        await client.send_heartbeat_to_all_broker()
+        assert sorted(a for a, elsewhere in sent.items() if not elsewhere) == [client._notifier]
+        picked.append(client._notifier)
+    assert set(picked) == set(ADDRS)  # the members of a group spread over the brokers
+
+
+async def test_a_failed_notifier_heartbeat_asks_the_next_open_broker() -> None:
+    client = notified_client()
+    first = client._notifier_order(ADDRS)[0]
+    client.channels[client._notifier_order(ADDRS)[1]].channel_id = None  # reconnecting
+    calls: list[tuple[str, bool]] = []
+
+    async def heartbeat_one(addr: str, data: Any) -> bool:
+        calls.append((addr, client._notified_elsewhere(addr)))
+        return addr != first
+
+    client._heartbeat_one = heartbeat_one  # type: ignore[method-assign]
+    await client.send_heartbeat_to_all_broker()
+    expected = client._notifier_order(ADDRS)[2]  # the next one with an open channel
+    assert client._notifier == expected
+    assert calls[-1] == (expected, False)  # asked after the round, in which it was told not to
+    assert (expected, True) in calls[: len(ADDRS)]
+
+
+async def test_a_lost_notifier_channel_asks_another_at_once() -> None:
+    client = notified_client()
+    asked: list[str] = []
+
+    async def heartbeat_one(addr: str, data: Any) -> bool:
+        if not client._notified_elsewhere(addr):
+            asked.append(addr)
+        return True
+
+    client._heartbeat_one = heartbeat_one  # type: ignore[method-assign]
+    try:
+        await client.send_heartbeat_to_all_broker()
+        lost = client._notifier
+        assert lost is not None and asked == [lost]
+        client.channels[lost].channel_id = None
+        client._on_channel_lost(client.channels[lost])
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert client._notifier not in (None, lost)
+        assert asked == [lost, client._notifier]
+    finally:
+        await client.shutdown()
+
+
+async def test_with_the_option_off_every_broker_notifies() -> None:
+    client = notified_client()
+    client.config.notified_by_one_broker = False
+    sent: dict[str, bool] = {}
+
+    async def heartbeat_one(addr: str, data: Any) -> bool:
+        sent[addr] = client._notified_elsewhere(addr)
+        return True
+
+    client._heartbeat_one = heartbeat_one  # type: ignore[method-assign]
+    await client.send_heartbeat_to_all_broker()
+    assert sent == dict.fromkeys(ADDRS, False)

@@ -178,3 +178,16 @@ def test_every_channel_rebuilds_every_membership_it_reads(
                 seen = _drain(channel)
                 assert len(seen) == 1  # the round's; any held before it was superseded
                 assert _client_view(held[i], seen[0]) == expected
+
+
+def test_the_same_members_again_to_one_channel_cost_no_version() -> None:
+    """``current``: a repeat of the latest membership (a client asking one broker for its
+    notifications again) reuses its version, so it pushes no base the others hold out."""
+    history = MembershipHistory(keep=2)
+    v1 = history.record("g", ["a", "b"])
+    v2 = history.record("g", ["a", "b", "c"])
+    assert history.current("g", ["c", "a", "b"]) == v2
+    assert history.changes_since("g", v1, v2) is not None  # v1 is still kept
+    v3 = history.current("g", ["a"])  # not the latest members: a new round
+    assert v3 > v2
+    assert history.current("h", ["x"]) > v3  # a group never recorded
