@@ -1,4 +1,4 @@
-"""A consumer started, then a message sent at once: the message is consumed (no start race).
+"""A consumer starting, and a message sent at once: the message is consumed (no start race).
 
 The defect this guards against: a brand-new group (CONSUME_FROM_LAST_OFFSET) on a fresh topic
 asked the broker for its offset of a still-empty queue, got QUERY_NOT_FOUND, then asked
@@ -53,17 +53,23 @@ async def start_then_send(
     )  # CONSUME_FROM_LAST_OFFSET, the default
     consumer.subscribe(topic)
     consumer.register_message_listener(listener)
-    await consumer.start()
+    # Sent while start() runs: start() returns after its join, and its first rebalance may be
+    # done by then (it is woken by the group's notification during the join), which would
+    # leave the window this guards unexercised.
+    starting = asyncio.ensure_future(consumer.start())
     try:
+        await asyncio.sleep(0.01 * (n % 5))
         sent = await producer.send(Message(topic, b"first"))
         impl = consumer.rebalance_impl
         raced = impl is None or sent.message_queue not in impl.process_queue_table
+        await starting
         try:
             await wait_until(lambda: b"first" in got, timeout=15, message=f"{topic}: first message")
         except AssertionError:
             return False, raced
         return True, raced
     finally:
+        await asyncio.gather(starting, return_exceptions=True)
         await consumer.shutdown()
 
 
