@@ -711,14 +711,19 @@ def append_csv(path: Path, rows: list[dict[str, Any]], fields: list[str] = CSV_F
 
 
 def plot(csv_path: Path, png_path: Path) -> None:
-    """Convergence p50 and p99 against consumers x queues, one line per strategy and handoff."""
+    """Convergence p50 and p99 against consumers x queues, one line per strategy and handoff;
+    a point measured more than once is drawn from its latest row (the CSV keeps them all)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     with csv_path.open() as f:
-        rows = list(csv.DictReader(f))
+        latest = {
+            (r["strategy"], r["handoff"], r["consumers"], r["queues"], r["change"]): r
+            for r in csv.DictReader(f)
+        }
+    rows = list(latest.values())
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for ax, change in zip(axes, ["join", "leave"], strict=True):
         series: dict[tuple[str, str], list[dict[str, str]]] = {}
