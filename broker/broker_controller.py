@@ -366,8 +366,7 @@ class BrokerController:
             return
         try:
             async with asyncio.timeout(HEARTBEAT_REGISTER_WAIT_S):
-                while self._registered_version < target:
-                    await asyncio.shield(self._register_shared())
+                await self._registered_through(target)
         except (MQError, TimeoutError) as e:
             log.warning("register broker to name server failed", error=str(e) or "timed out")
 
@@ -379,6 +378,12 @@ class BrokerController:
             self._registering.add_done_callback(_retrieve)
         return self._registering
 
+    async def _registered_through(self, version: int) -> None:
+        """Share registrations until one that began at ``version`` or later has landed (one
+        in flight may have begun before a change)."""
+        while self._registered_version < version:
+            await asyncio.shield(self._register_shared())
+
     async def _register_loop(self) -> None:
         period = self.config.register_name_server_period_ms / 1000
         while True:
@@ -389,9 +394,8 @@ class BrokerController:
                 pass
             self._register_now.clear()
             try:
-                await asyncio.shield(self._register_shared())
-                while self._registered_version < self.topics.data_version:
-                    await asyncio.shield(self._register_shared())  # that one began before
+                await asyncio.shield(self._register_shared())  # the period's, whatever changed
+                await self._registered_through(self.topics.data_version)
             except MQError as e:
                 log.warning("register broker to name server failed", error=str(e))
 

@@ -314,17 +314,10 @@ class ClientManageProcessor:
                     client_id=client_id,
                     channel_id=channel.channel_id,
                 )
-            elif (
-                asks_again
-                and self.listener.notify_consumer_ids_changed_enable
-                and self.listener.real_time_notify_consumer_change
-                and self._group_notify_enabled(group)
-            ):
+            elif asks_again and self._group_notify_enabled(group):
                 known = self.consumer_manager.get_consumer_group_info(group)
-                if known is not None and known.message_model != common_pb2.BROADCASTING:
-                    self.listener.notify_consumer_change(
-                        group, known.get_all_channels(), only=channel
-                    )
+                if known is not None and not known.is_broadcasting:
+                    self.listener.notify_again(group, known.get_all_channels(), channel)
         for producer in data.producer_data_set:
             self.producer_manager.register_producer(producer.group_name, info, now)
         return broker_pb2.HeartbeatResponse()

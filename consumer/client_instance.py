@@ -19,7 +19,7 @@ import random
 import sys
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Container, Coroutine, Iterable, Iterator
 from typing import Any, ClassVar, Protocol
 
 from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
@@ -577,6 +577,11 @@ class MQClientInstance:
         start = zlib.crc32(self.client_id.encode()) % len(addrs)
         return addrs[start:] + addrs[:start]
 
+    def _open_notifiers(self, addrs: list[str], skip: Container[str] = ()) -> Iterator[str]:
+        """The brokers of ``addrs`` in our order whose channel is open (when reached), but
+        ``skip``."""
+        return (a for a in self._notifier_order(addrs) if a not in skip and self._channel_open(a))
+
     def _pick_notifier(self, addrs: list[str]) -> None:
         """Before a round: the broker whose NOTIFY_CONSUMER_IDS_CHANGED we take
         (``notified_by_one_broker``): the one picked before while its channel lives, else the
@@ -588,7 +593,7 @@ class MQClientInstance:
             return
         order = self._notifier_order(addrs)
         self._notifier = next(
-            (a for a in order if self._channel_open(a)),
+            self._open_notifiers(addrs),
             next((a for a in order if a not in self.channels), order[0]),
         )
 
@@ -604,13 +609,10 @@ class MQClientInstance:
         """The notifying broker's heartbeat failed or its channel ended: ask the others with
         an open channel in our order until one takes it. If none does, every broker is to
         notify us, which the round after says to them (until then, none may)."""
-        for addr in self._notifier_order(addrs):
-            if addr in failed or not self._channel_open(addr):
-                continue
+        for addr in self._open_notifiers(addrs, failed):
             self._notifier = addr
             if await self._heartbeat_one(addr, self._heartbeat_data()):
                 return
-            failed.add(addr)
         self._notifier = None
         if self.running:
             self._spawn_side_task(self._heartbeat_in_background())

@@ -645,6 +645,13 @@ class DefaultConsumerIdsChangeListener:
         self._held[group] = channels
         loop.call_later(wait, self._release, group)
 
+    def notify_again(self, group: str, channels: Iterable[Channel], channel: Channel) -> int:
+        """The group's members, now, to ``channel`` alone (its client asks this broker for its
+        notifications again), under the switches ``handle`` obeys; how many accepted it."""
+        if not self.notify_consumer_ids_changed_enable or not self.real_time_notify_consumer_change:
+            return 0
+        return self.notify_consumer_change(group, channels, only=channel)
+
     def window_s(self, channels: int) -> float:
         """The least time between two notifications of a group with this many channels."""
         return max(self.min_interval_ms, self.ms_per_channel * channels) / 1000
