@@ -138,6 +138,7 @@ class BrokerController:
         self.client.consumer_manager.append_consumer_ids_change_listener(self.group_changes)
         self.client.on_reset = self.hold.release
         self.store.add_arrival_listener(self.hold.notify_message_arriving)
+        self.store.add_arrival_listener(self.client.messages_arrived)
         self.store.add_arrival_listener(self.schedule.on_message_arriving)
         self.send = SendMessageProcessor(self.config, self.topics, self.store, self.schedule)
         self.pull = PullMessageProcessor(
@@ -148,6 +149,7 @@ class BrokerController:
             self.client,
             self.client.offsets,
             self.client.grants,
+            self.client,
         )
         self.offset = OffsetProcessor(
             self.config, self.topics, self.store, self.client.offsets, self.client.grants

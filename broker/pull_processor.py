@@ -65,6 +65,14 @@ class EpochCheck(Protocol):
     def check_epoch(self, group: str, mq: MessageQueue, epoch: int) -> None: ...
 
 
+class QueueWatcher(Protocol):
+    """Watch an idle queue for a client's channel (``queue_watch``); whether it is watched."""
+
+    def watch_queue(
+        self, group: str, client_id: str, topic: str, queue_id: int, offset: int
+    ) -> bool: ...
+
+
 class OffsetCommitter(Protocol):
     def commit_offset(
         self, client_host: str, group: str, topic: str, queue_id: int, offset: int
@@ -107,6 +115,7 @@ class PullMessageProcessor:
         subscriptions: SubscriptionLookup,
         offsets: OffsetCommitter,
         fences: EpochCheck,
+        watcher: QueueWatcher | None = None,
     ) -> None:
         self.config = config
         self.topics = topics
@@ -115,6 +124,7 @@ class PullMessageProcessor:
         self.subscriptions = subscriptions
         self.offsets = offsets
         self.fences = fences
+        self.watcher = watcher
         self.pull_offset_table: dict[tuple[str, str, int], int] = {}
         # (topic, group) -> [messages, bytes] answered: the metrics' messages and throughput out.
         self.stats: dict[tuple[str, str], list[int]] = {}
@@ -285,8 +295,12 @@ class PullMessageProcessor:
             wait_s = min(request.max_wait_millis / 1000, left_s)
             if wait_s > 0:
                 await self.hold.suspend(
-                    request.topic, request.queue_id, request.queue_offset + want - 1, None,
-                    wait_s, holder,
+                    request.topic,
+                    request.queue_id,
+                    request.queue_offset + want - 1,
+                    None,
+                    wait_s,
+                    holder,
                 )
                 moved = self._moved_by_reset(request)
                 if moved is not None:
@@ -307,6 +321,15 @@ class PullMessageProcessor:
             max_offset=result.max_offset,
             broker_name=broker_name,
         )
+        if wake is Wake.TIMEOUT and request.watch and self.watcher is not None:
+            # Held the whole timeout for nothing: watched from here on, not pulled again.
+            response.watching = self.watcher.watch_queue(
+                request.consumer_group,
+                request.client_id,
+                request.topic,
+                request.queue_id,
+                request.queue_offset,
+            )
         if status == broker_pb2.FOUND:
             key = (request.topic, request.consumer_group)
             counts = self.stats.get(key)

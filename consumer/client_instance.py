@@ -482,6 +482,11 @@ class MQClientInstance:
                 consumer.on_queue_released(
                     MessageQueue.from_proto(event.queue_released.message_queue)
                 )
+        elif kind == "messages_arrived":
+            arrived = event.messages_arrived
+            self.pull_message_service.wake(
+                arrived.consumer_group, MessageQueue.from_proto(arrived.message_queue)
+            )
         elif kind == "reset_offset":
             reset = event.reset_offset
             consumer = self.consumer_table.get(reset.consumer_group)
@@ -528,10 +533,12 @@ class MQClientInstance:
 
     def _on_channel_open(self, channel: BrokerChannel) -> None:
         """Every open of a channel (a broker restarted, or found at a new address): the
-        offsets it was known to have are sent again at the next commit."""
+        offsets it was known to have are sent again at the next commit. Its queues parked on
+        the old channel's watches are pulled now: the new channel has none."""
         if channel.broker_name:
             for consumer in self.consumer_table.values():
                 consumer.broker_reconnected(channel.broker_name)
+            self.pull_message_service.wake_broker(channel.broker_name)
 
     async def _on_channel_reopen(self, channel: BrokerChannel) -> None:
         """A reopened channel (or a first open no heartbeat waited for): heartbeat to that broker,

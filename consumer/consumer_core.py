@@ -106,7 +106,12 @@ class ConsumerCore:
 
     # ---- start and shutdown ----------------------------------------------------------------
     async def start_client(
-        self, mode: RebalanceMode, *, fenced: bool, pull_max_idle_ms: int = 120_000
+        self,
+        mode: RebalanceMode,
+        *,
+        fenced: bool,
+        pull_max_idle_ms: int = 120_000,
+        watch: bool = False,
     ) -> MQClientInstance:
         """Client instance, offset store, fenced handoff, rebalance, routes: all but the join.
 
@@ -132,6 +137,7 @@ class ConsumerCore:
                     self.consumer_group,
                     self.wanted_queues,
                     owed=client.rebalance_immediately,
+                    watch=watch,
                 )
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch
@@ -307,7 +313,9 @@ class ConsumerCore:
             if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
                 return 0
             if where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
-                return 0 if is_retry_topic(mq.topic) else await self.queue_offset(mq, "GetMaxOffset")
+                return (
+                    0 if is_retry_topic(mq.topic) else await self.queue_offset(mq, "GetMaxOffset")
+                )
             if is_retry_topic(mq.topic):
                 return await self.queue_offset(mq, "GetMaxOffset")
             stamp = time.strptime(self.settings.consume_timestamp, "%Y%m%d%H%M%S")

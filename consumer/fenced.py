@@ -71,9 +71,15 @@ class FencedHandoff:
         group: str,
         wanted: Callable[[], Set[MessageQueue]] | None = None,
         owed: Callable[[], None] | None = None,
+        *,
+        watch: bool = False,
     ) -> None:
         self.client = client
         self.group = group
+        # Ask the broker to watch each granted queue with nothing to pull (its grant then says
+        # ``watching``, and the queue is parked, not pulled: ``PullMessageService.park``).
+        self.watch = watch
+        self.watching: set[MessageQueue] = set()
         # Called when a release or an acquire's answer is lost: what is owed then is settled
         # only by a rebalance pass (``retry_pending``), which the consumer wakes. Left to the
         # 20 s periodic pass, a holder whose release timed out under load (its own queues all
@@ -150,6 +156,7 @@ class FencedHandoff:
             client_id=self.client.client_id,
             channel_id=channel_id,
             mq_set=[mq.to_proto() for mq in mqs],
+            watch=self.watch,
         )
         try:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
@@ -167,6 +174,10 @@ class FencedHandoff:
             mq = MessageQueue.from_proto(g.message_queue)
             granted[mq] = (g.epoch, g.committed_offset)
             self.epochs[mq] = g.epoch
+            if g.watching:
+                self.watching.add(mq)
+            else:
+                self.watching.discard(mq)
             self.pending.pop(mq, None)  # ours again: a release still owed is void
             tracer.record(
                 "queue_acquired",

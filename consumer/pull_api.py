@@ -20,7 +20,14 @@ from aiorocketmq.protocol.tags import SubscriptionExpression
 from aiorocketmq.protocol.v1 import broker_pb2
 from aiorocketmq.protocol.validators import is_retry_topic
 
-__all__ = ["FOUND", "NO_MATCHED_MSG", "NO_NEW_MSG", "OFFSET_ILLEGAL", "PullAPIWrapper", "PullResult"]
+__all__ = [
+    "FOUND",
+    "NO_MATCHED_MSG",
+    "NO_NEW_MSG",
+    "OFFSET_ILLEGAL",
+    "PullAPIWrapper",
+    "PullResult",
+]
 
 FOUND = broker_pb2.FOUND
 NO_NEW_MSG = broker_pb2.NO_NEW_MSG
@@ -43,6 +50,8 @@ class PullResult:
     min_offset: int
     max_offset: int
     msgs_found: list[MessageExt] = field(default_factory=list)
+    # NO_NEW_MSG, and the broker watches the queue: pull it again when it says so.
+    watching: bool = False
 
 
 class PullAPIWrapper:
@@ -68,13 +77,15 @@ class PullAPIWrapper:
         epoch: int = 0,
         min_nums: int = 1,
         max_wait_ms: int = 0,
+        watch: bool = False,
     ) -> PullResult:
         """One PULL_MESSAGE of ``mq`` from ``offset``; raises the call's ``MQError``.
 
         ``commit_offset`` > 0 piggybacks an offset commit (the COMMIT_OFFSET flag);
         ``has_subscription`` sends ``expression`` with the pull (assigned queues) instead of
         relying on the heartbeat's subscription. ``min_nums`` > 1 lets the broker wait up to
-        ``max_wait_ms`` for that many messages once one is there.
+        ``max_wait_ms`` for that many messages once one is there. ``watch``: a long poll that
+        ends with nothing leaves the queue watched by the broker (the result says ``watching``).
         """
         request = broker_pb2.PullMessageRequest(
             consumer_group=self.consumer_group,
@@ -95,6 +106,7 @@ class PullAPIWrapper:
             raw_records=True,
             min_msg_nums=min_nums,
             max_wait_millis=max_wait_ms,
+            watch=watch,
         )
         response = await self.client.invoke_broker(
             mq.broker_name, "PullMessage", request, timeout=timeout_ms / 1000
@@ -103,11 +115,17 @@ class PullAPIWrapper:
 
     @staticmethod
     def process_pull_result(
-        mq: MessageQueue, response: broker_pb2.PullMessageResponse, expression: SubscriptionExpression
+        mq: MessageQueue,
+        response: broker_pb2.PullMessageResponse,
+        expression: SubscriptionExpression,
     ) -> PullResult:
         """Decode FOUND's records, keep the messages whose tag matches, restore retry topics."""
         result = PullResult(
-            response.status, response.next_begin_offset, response.min_offset, response.max_offset
+            response.status,
+            response.next_begin_offset,
+            response.min_offset,
+            response.max_offset,
+            watching=response.watching,
         )
         if response.status != FOUND:
             return result

@@ -6,11 +6,18 @@ dispatches it; the service takes it, starts that consumer's ``pull_message`` as 
 pull's outcome re-enqueues the same request (at once, or later after flow control or an
 error). A request dies when its process queue is dropped. One dispatcher task; each pull is its
 own short task, because a pull may be held by the broker for up to 15 s (long polling).
+
+Ours: a request whose queue the broker watches (``broker/queue_watch.py``) is *parked*: no
+pull until the broker's MessagesArrived wakes it (``wake``), its channel reopens
+(``wake_broker``: a new channel has no watches), or its renewal timer fires (a push can be
+lost). A wake-up that comes before the park (an acquire's answer and the push race on two
+streams) is kept a few seconds and wakes the park at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +54,11 @@ class PullRequest:
 
 
 PullHandler = Callable[[PullRequest], Coroutine[Any, Any, None]]
+_Key = tuple[str, MessageQueue]  # (group, queue)
+
+# A wake-up with nothing parked is kept this long for the park it may precede.
+EARLY_WAKE_KEEP_S = 10.0
+EARLY_WAKE_PRUNE_AT = 1024
 
 
 class PullMessageService:
@@ -58,6 +70,9 @@ class PullMessageService:
         self._later: set[asyncio.TimerHandle] = set()
         self._pulls: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
+        # Requests of watched queues, with their renewal timers; wake-ups that came first.
+        self._parked: dict[_Key, tuple[PullRequest, asyncio.TimerHandle]] = {}
+        self._early: dict[_Key, float] = {}
 
     def start(self) -> None:
         if self._task is None:
@@ -67,6 +82,10 @@ class PullMessageService:
         for handle in self._later:
             handle.cancel()
         self._later.clear()
+        for _, handle in self._parked.values():
+            handle.cancel()
+        self._parked.clear()
+        self._early.clear()
         tasks = [t for t in (self._task, *self._pulls) if t is not None]
         for t in tasks:
             t.cancel()
@@ -92,6 +111,59 @@ class PullMessageService:
 
         handle = loop.call_later(delay_ms / 1000, fire)
         self._later.add(handle)
+
+    def park(self, request: PullRequest, renew_ms: int) -> None:
+        """Hold ``request`` until its queue is woken, or for ``renew_ms`` (three quarters to all
+        of it, at random: queues watched together are not renewed together); at once if a
+        wake-up for it came first."""
+        loop = asyncio.get_running_loop()
+        key = (request.consumer_group, request.message_queue)
+        self._unpark(key)
+        early = self._early.pop(key, None)
+        if early is not None and loop.time() - early < EARLY_WAKE_KEEP_S:
+            self.execute_pull_request_immediately(request)
+            return
+        delay_s = renew_ms / 1000 * random.uniform(0.75, 1.0)
+        self._parked[key] = (request, loop.call_later(delay_s, self._renew, key))
+
+    def is_parked(self, group: str, mq: MessageQueue) -> bool:
+        """Whether ``mq``'s request waits for the queue to be woken."""
+        return (group, mq) in self._parked
+
+    def wake(self, group: str, mq: MessageQueue) -> bool:
+        """The broker says ``mq`` has messages: pull it now; False if it was not parked (the
+        wake-up is then kept a while for a park that may follow)."""
+        key = (group, mq)
+        request = self._unpark(key)
+        if request is not None:
+            self.execute_pull_request_immediately(request)
+            return True
+        now = asyncio.get_running_loop().time()
+        if len(self._early) >= EARLY_WAKE_PRUNE_AT:
+            self._early = {k: t for k, t in self._early.items() if now - t < EARLY_WAKE_KEEP_S}
+        self._early[key] = now
+        return False
+
+    def wake_broker(self, broker_name: str) -> int:
+        """Pull every parked queue of ``broker_name`` now (a new channel has no watches)."""
+        keys = [key for key in self._parked if key[1].broker_name == broker_name]
+        for key in keys:
+            request = self._unpark(key)
+            assert request is not None
+            self.execute_pull_request_immediately(request)
+        return len(keys)
+
+    def _unpark(self, key: _Key) -> PullRequest | None:
+        parked = self._parked.pop(key, None)
+        if parked is None:
+            return None
+        parked[1].cancel()
+        return parked[0]
+
+    def _renew(self, key: _Key) -> None:
+        parked = self._parked.pop(key, None)
+        if parked is not None:
+            self._queue.put_nowait(parked[0])
 
     async def _run(self) -> None:
         while True:

@@ -209,6 +209,7 @@ class PushConsumerImpl(ConsumerCore):
             self.rebalance_mode,
             fenced=self.is_fenced,
             pull_max_idle_ms=self.settings.pull_max_idle_time_ms,
+            watch=self.settings.watch_idle_queues,
         )
         try:
             if isinstance(self.offset_store, RemoteBrokerOffsetStore) and self.fenced is not None:
@@ -498,12 +499,20 @@ class PushConsumerImpl(ConsumerCore):
             pq.locked = False
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
+        """The new queues' first pulls; a queue granted with nothing to pull (the broker
+        watches it) is parked until a message arrives."""
         if self.client is None or not self.running:
             return
+        service = self.client.pull_message_service
+        watching = self.fenced.watching if self.fenced is not None else set()
         for request in requests:
-            self.client.pull_message_service.execute_pull_request_later(
-                request, self.settings.rebalance_dispatch_delay_ms
-            )
+            if request.message_queue in watching:
+                watching.discard(request.message_queue)
+                service.park(request, self.settings.watch_renew_ms)
+            else:
+                service.execute_pull_request_later(
+                    request, self.settings.rebalance_dispatch_delay_ms
+                )
 
     async def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
@@ -595,6 +604,7 @@ class PushConsumerImpl(ConsumerCore):
                 epoch=request.epoch,
                 min_nums=s.pull_min_batch_size,
                 max_wait_ms=s.pull_max_wait_ms,
+                watch=s.watch_idle_queues,
             )
         except QueueFenced as e:
             if not pq.dropped:  # else a pull of a queue we already gave away: nothing to do
@@ -642,7 +652,12 @@ class PushConsumerImpl(ConsumerCore):
             request.next_offset = result.next_begin_offset
             if pq.msg_count == 0 and not pq.dropped:
                 self.offset_store.update_offset(mq, request.next_offset, increase_only=True)
-            service.execute_pull_request_immediately(request)
+            if result.watching and not pq.dropped:
+                # Ours: the broker watches the queue now; no pull until it has something.
+                pq.last_pull_timestamp = pq.now_ms()  # idle by choice, not stuck
+                service.park(request, self.settings.watch_renew_ms)
+            else:
+                service.execute_pull_request_immediately(request)
         else:  # OFFSET_ILLEGAL: fix the offset now, then re-add the queue (spec 4.5)
             log.warning(
                 "the pull request offset illegal",

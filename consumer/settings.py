@@ -215,6 +215,15 @@ class PushConsumerSettings(ConsumerSettings):
     unlock_delay_ms: int = 20_000
     #: Fenced: how long a released queue waits for its batches in flight (ms). Ours.
     handoff_drain_timeout_ms: int = 5_000
+    #: Let the broker watch an idle queue rather than pull it every
+    #: ``broker_suspend_max_time_ms``: a pull held that long for nothing, or a fenced grant
+    #: with nothing after its committed offset, is pulled again only once the broker pushes
+    #: MessagesArrived (docs/protocol.md). Ours; RocketMQ's brokers ignore it, and remoting
+    #: is unchanged. Default True.
+    watch_idle_queues: bool = True
+    #: A watched queue is pulled anyway after three quarters to all of this (ms), in case the
+    #: broker's push was lost; below ``pull_max_idle_time_ms``. Ours. Default 60000.
+    watch_renew_ms: int = 60_000
 
     def ranges(self) -> list[tuple[str, int, int, int]]:
         return [
@@ -223,6 +232,7 @@ class PushConsumerSettings(ConsumerSettings):
             ("consume_message_batch_max_size", self.consume_message_batch_max_size, 1, 1024),
             ("consume_concurrently_max_span", self.consume_concurrently_max_span, 1, 65535),
             ("pull_interval_ms", self.pull_interval_ms, 0, 65535),
+            ("watch_renew_ms", self.watch_renew_ms, 1, max(1, self.pull_max_idle_time_ms - 1)),
         ]
 
 

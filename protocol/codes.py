@@ -104,6 +104,7 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.OpenChannel": None,
     "ChannelEvent.notify_consumer_ids_changed": RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
     "ChannelEvent.queue_released": None,
+    "ChannelEvent.messages_arrived": None,
     "ChannelEvent.get_consumer_running_info": RequestCode.GET_CONSUMER_RUNNING_INFO,
     "ChannelEvent.reset_offset": RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
     "Broker.Heartbeat": RequestCode.HEART_BEAT,

@@ -77,18 +77,28 @@ class QueueReleased(_message.Message):
     def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ...) -> None: ...
 
 class ChannelEvent(_message.Message):
-    __slots__ = ("opened", "notify_consumer_ids_changed", "queue_released", "get_consumer_running_info", "reset_offset")
+    __slots__ = ("opened", "notify_consumer_ids_changed", "queue_released", "get_consumer_running_info", "reset_offset", "messages_arrived")
     OPENED_FIELD_NUMBER: _ClassVar[int]
     NOTIFY_CONSUMER_IDS_CHANGED_FIELD_NUMBER: _ClassVar[int]
     QUEUE_RELEASED_FIELD_NUMBER: _ClassVar[int]
     GET_CONSUMER_RUNNING_INFO_FIELD_NUMBER: _ClassVar[int]
     RESET_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_ARRIVED_FIELD_NUMBER: _ClassVar[int]
     opened: ChannelOpened
     notify_consumer_ids_changed: NotifyConsumerIdsChanged
     queue_released: QueueReleased
     get_consumer_running_info: GetConsumerRunningInfo
     reset_offset: ResetOffsetEvent
-    def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ..., get_consumer_running_info: _Optional[_Union[GetConsumerRunningInfo, _Mapping]] = ..., reset_offset: _Optional[_Union[ResetOffsetEvent, _Mapping]] = ...) -> None: ...
+    messages_arrived: MessagesArrived
+    def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ..., get_consumer_running_info: _Optional[_Union[GetConsumerRunningInfo, _Mapping]] = ..., reset_offset: _Optional[_Union[ResetOffsetEvent, _Mapping]] = ..., messages_arrived: _Optional[_Union[MessagesArrived, _Mapping]] = ...) -> None: ...
+
+class MessagesArrived(_message.Message):
+    __slots__ = ("consumer_group", "message_queue")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    message_queue: _common_pb2.MessageQueue
+    def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ...) -> None: ...
 
 class ResetOffsetEvent(_message.Message):
     __slots__ = ("topic", "consumer_group", "offsets", "broker_name")
@@ -195,26 +205,30 @@ class UnlockBatchResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class AcquireQueuesRequest(_message.Message):
-    __slots__ = ("consumer_group", "client_id", "channel_id", "mq_set")
+    __slots__ = ("consumer_group", "client_id", "channel_id", "mq_set", "watch")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     MQ_SET_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     client_id: str
     channel_id: str
     mq_set: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
-    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
+    watch: bool
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ..., watch: _Optional[bool] = ...) -> None: ...
 
 class QueueGrant(_message.Message):
-    __slots__ = ("message_queue", "epoch", "committed_offset")
+    __slots__ = ("message_queue", "epoch", "committed_offset", "watching")
     MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    WATCHING_FIELD_NUMBER: _ClassVar[int]
     message_queue: _common_pb2.MessageQueue
     epoch: int
     committed_offset: int
-    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., epoch: _Optional[int] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+    watching: bool
+    def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., epoch: _Optional[int] = ..., committed_offset: _Optional[int] = ..., watching: _Optional[bool] = ...) -> None: ...
 
 class QueueDenied(_message.Message):
     __slots__ = ("message_queue", "holder_client_id", "epoch")
@@ -311,7 +325,7 @@ class SendMessageResponse(_message.Message):
     def __init__(self, send_status: _Optional[_Union[SendStatus, str]] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., results: _Optional[_Iterable[_Union[SendResultEntry, _Mapping]]] = ..., first_queue_offset: _Optional[int] = ..., commit_log_offsets: _Optional[_Iterable[int]] = ..., store_host: _Optional[str] = ...) -> None: ...
 
 class PullMessageRequest(_message.Message):
-    __slots__ = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "max_msg_bytes", "commit_offset_enabled", "commit_offset", "suspend", "suspend_timeout_millis", "has_subscription", "sub_expression", "expression_type", "sub_version", "epoch", "client_id", "raw_records", "min_msg_nums", "max_wait_millis")
+    __slots__ = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "max_msg_bytes", "commit_offset_enabled", "commit_offset", "suspend", "suspend_timeout_millis", "has_subscription", "sub_expression", "expression_type", "sub_version", "epoch", "client_id", "raw_records", "min_msg_nums", "max_wait_millis", "watch")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -331,6 +345,7 @@ class PullMessageRequest(_message.Message):
     RAW_RECORDS_FIELD_NUMBER: _ClassVar[int]
     MIN_MSG_NUMS_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     topic: str
     queue_id: int
@@ -350,10 +365,11 @@ class PullMessageRequest(_message.Message):
     raw_records: bool
     min_msg_nums: int
     max_wait_millis: int
-    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_msg_nums: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., commit_offset_enabled: _Optional[bool] = ..., commit_offset: _Optional[int] = ..., suspend: _Optional[bool] = ..., suspend_timeout_millis: _Optional[int] = ..., has_subscription: _Optional[bool] = ..., sub_expression: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., raw_records: _Optional[bool] = ..., min_msg_nums: _Optional[int] = ..., max_wait_millis: _Optional[int] = ...) -> None: ...
+    watch: bool
+    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_msg_nums: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., commit_offset_enabled: _Optional[bool] = ..., commit_offset: _Optional[int] = ..., suspend: _Optional[bool] = ..., suspend_timeout_millis: _Optional[int] = ..., has_subscription: _Optional[bool] = ..., sub_expression: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., raw_records: _Optional[bool] = ..., min_msg_nums: _Optional[int] = ..., max_wait_millis: _Optional[int] = ..., watch: _Optional[bool] = ...) -> None: ...
 
 class PullMessageResponse(_message.Message):
-    __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "suggest_which_broker_id", "messages", "records", "broker_name")
+    __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "suggest_which_broker_id", "messages", "records", "broker_name", "watching")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     NEXT_BEGIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -362,6 +378,7 @@ class PullMessageResponse(_message.Message):
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    WATCHING_FIELD_NUMBER: _ClassVar[int]
     status: PullStatus
     next_begin_offset: int
     min_offset: int
@@ -370,7 +387,8 @@ class PullMessageResponse(_message.Message):
     messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageExt]
     records: bytes
     broker_name: str
-    def __init__(self, status: _Optional[_Union[PullStatus, str]] = ..., next_begin_offset: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., suggest_which_broker_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.MessageExt, _Mapping]]] = ..., records: _Optional[bytes] = ..., broker_name: _Optional[str] = ...) -> None: ...
+    watching: bool
+    def __init__(self, status: _Optional[_Union[PullStatus, str]] = ..., next_begin_offset: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., suggest_which_broker_id: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.MessageExt, _Mapping]]] = ..., records: _Optional[bytes] = ..., broker_name: _Optional[str] = ..., watching: _Optional[bool] = ...) -> None: ...
 
 class ConsumerSendMsgBackRequest(_message.Message):
     __slots__ = ("group", "commit_log_offset", "delay_level", "origin_msg_id", "origin_topic", "max_reconsume_times")

@@ -1,0 +1,126 @@
+"""Watched idle queues (ours): an idle queue is not pulled every 15 s; the broker pushes
+MessagesArrived and the consumer pulls then. Against RocketMQ's long poll alone the same
+messages arrive; what changes is how many pulls wait on the brokers meanwhile."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiorocketmq.consumer import MessageQueue, PushConsumer
+from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.producer import Message, Producer
+from tests.helpers import wait_until
+from tests.integration.support import Received, new_consumer
+
+TOPIC = "WatchedTopic"
+BROKERS = ("broker-a", "broker-b")
+pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=4)
+
+
+def _queues() -> list[MessageQueue]:
+    return [MessageQueue(TOPIC, b, q) for b in BROKERS for q in range(4)]
+
+
+def _parked(c: PushConsumer, mqs: object) -> bool:
+    client = c._impl.client
+    assert client is not None
+    service = client.pull_message_service
+    return all(service.is_parked(c.consumer_group, mq) for mq in mqs)  # type: ignore[attr-defined]
+
+
+def _held_pulls(cluster: LocalCluster) -> int:
+    return sum(cluster.broker(b).hold.held_count() for b in BROKERS)
+
+
+def _watches(cluster: LocalCluster) -> int:
+    return sum(len(cluster.broker(b).client.watches) for b in BROKERS)
+
+
+async def _send(cluster: LocalCluster, bodies: list[bytes]) -> None:
+    async with Producer("watch-producer", cluster.namesrv_addr) as producer:
+        for i, body in enumerate(bodies):
+            mq = _queues()[i % 8]
+            await producer.send(Message(TOPIC, body), mq)
+
+
+async def test_an_idle_queue_is_watched_not_pulled_and_woken_by_a_message(
+    cluster: LocalCluster,
+) -> None:
+    received = Received()
+    c = new_consumer(cluster, "watching", TOPIC, "w1", received, broker_suspend_max_time_ms=300)
+    try:
+        await c.start()
+        await wait_until(lambda: c.assigned_queues == set(_queues()), timeout=15)
+        # Each long poll ends after 300 ms with nothing: from then on the queue is watched.
+        await wait_until(lambda: _parked(c, _queues()), timeout=15, message="all parked")
+        await wait_until(lambda: _held_pulls(cluster) == 0, timeout=5, message="no pull held")
+        assert _watches(cluster) >= 8  # and the group's retry queues
+        bodies = [b"w%02d" % i for i in range(24)]
+        await _send(cluster, bodies)
+        await wait_until(lambda: not received.missing(bodies), timeout=15, message="consumed")
+        assert received.duplicates() == 0
+        # Idle again: watched again.
+        await wait_until(lambda: _parked(c, _queues()), timeout=15, message="parked again")
+    finally:
+        await c.shutdown()
+    await wait_until(lambda: _watches(cluster) == 0, timeout=5, message="watches ended")
+
+
+async def test_without_watching_idle_queues_are_long_polled_as_rocketmq_does(
+    cluster: LocalCluster,
+) -> None:
+    received = Received()
+    c = new_consumer(
+        cluster,
+        "polling",
+        TOPIC,
+        "p1",
+        received,
+        broker_suspend_max_time_ms=300,
+        watch_idle_queues=False,
+    )
+    try:
+        await c.start()
+        await wait_until(lambda: c.assigned_queues == set(_queues()), timeout=15)
+        await wait_until(lambda: _held_pulls(cluster) >= 8, timeout=5, message="pulls held")
+        assert _watches(cluster) == 0 and not any(_parked(c, [mq]) for mq in _queues())
+        bodies = [b"p%02d" % i for i in range(8)]
+        await _send(cluster, bodies)
+        await wait_until(lambda: not received.missing(bodies), timeout=15, message="consumed")
+    finally:
+        await c.shutdown()
+
+
+async def test_a_fenced_grant_with_nothing_to_pull_is_watched_from_the_acquire(
+    cluster: LocalCluster,
+) -> None:
+    """The new owner of a released idle queue sends it no pull at all: its grant says the
+    broker watches it. The messages sent then reach it all the same."""
+    received = Received()
+    # The first owner's long polls last the default 15 s: its queues are pulled, not watched.
+    a = new_consumer(cluster, "fenced-watch", TOPIC, "a", received, handoff="fenced")
+    b = new_consumer(cluster, "fenced-watch", TOPIC, "b", received, handoff="fenced")
+    try:
+        await a.start()
+        await wait_until(lambda: a.assigned_queues == set(_queues()), timeout=15)
+        first = [b"f%02d" % i for i in range(16)]
+        await _send(cluster, first)  # consumed, so each queue's offset is known and committed
+        await wait_until(lambda: not received.missing(first), timeout=15, message="consumed")
+        await b.start()
+        await wait_until(
+            lambda: len(b.assigned_queues) == 4 and len(a.assigned_queues) == 4,
+            timeout=15,
+            message="split",
+        )
+        # b's queues were released with their final offsets, nothing after them: watched at
+        # once (a pull would have waited 15 s on the broker before being watched).
+        await wait_until(lambda: _parked(b, b.assigned_queues), timeout=5, message="b parked")
+        assert not _parked(a, a.assigned_queues)
+        second = [b"s%02d" % i for i in range(16)]
+        await _send(cluster, second)
+        await wait_until(lambda: not received.missing(second), timeout=15, message="consumed")
+        assert {received.by_body[body][0] for body in second} == {"a", "b"}
+        assert received.duplicates() == 0
+    finally:
+        await b.shutdown()
+        await a.shutdown()

@@ -1,0 +1,84 @@
+"""``PullMessageService``'s parked requests: woken by the broker, by a new channel, or by
+their renewal timer; a wake-up that came first is kept for the park that follows."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.pull_message_service import PullMessageService, PullRequest
+from aiorocketmq.protocol.message_queue import MessageQueue
+
+MQ_A = MessageQueue("T", "broker-a", 0)
+MQ_B = MessageQueue("T", "broker-b", 0)
+
+
+def _service() -> tuple[PullMessageService, list[MessageQueue]]:
+    pulled: list[MessageQueue] = []
+
+    async def handler(request: PullRequest) -> None:
+        pulled.append(request.message_queue)
+
+    service = PullMessageService(lambda group: handler)
+    service.start()
+    return service, pulled
+
+
+def _request(mq: MessageQueue) -> PullRequest:
+    return PullRequest("g", mq, ProcessQueue(), 0)
+
+
+async def _turns() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_parked_request_is_pulled_when_its_queue_is_woken() -> None:
+    service, pulled = _service()
+    try:
+        service.park(_request(MQ_A), 60_000)
+        await _turns()
+        assert pulled == [] and service.is_parked("g", MQ_A)
+        assert service.wake("g", MQ_A)
+        await _turns()
+        assert pulled == [MQ_A] and not service.is_parked("g", MQ_A)
+    finally:
+        await service.shutdown()
+
+
+async def test_a_wake_up_before_the_park_is_kept_for_it() -> None:
+    service, pulled = _service()
+    try:
+        assert not service.wake("g", MQ_A)  # the push outran the acquire's answer
+        service.park(_request(MQ_A), 60_000)
+        await _turns()
+        assert pulled == [MQ_A] and not service.is_parked("g", MQ_A)
+        service.park(_request(MQ_A), 60_000)  # used up: the next park waits
+        await _turns()
+        assert pulled == [MQ_A] and service.is_parked("g", MQ_A)
+    finally:
+        await service.shutdown()
+
+
+async def test_a_new_channel_wakes_the_parked_queues_of_its_broker_only() -> None:
+    service, pulled = _service()
+    try:
+        service.park(_request(MQ_A), 60_000)
+        service.park(_request(MQ_B), 60_000)
+        assert service.wake_broker("broker-a") == 1
+        await _turns()
+        assert pulled == [MQ_A] and service.is_parked("g", MQ_B)
+    finally:
+        await service.shutdown()
+
+
+async def test_a_parked_request_is_pulled_anyway_when_its_renewal_comes() -> None:
+    service, pulled = _service()
+    try:
+        service.park(_request(MQ_A), 40)  # 30 to 40 ms
+        await asyncio.sleep(0.02)
+        assert pulled == []
+        await asyncio.sleep(0.05)
+        assert pulled == [MQ_A] and not service.is_parked("g", MQ_A)
+    finally:
+        await service.shutdown()
