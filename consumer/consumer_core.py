@@ -112,6 +112,7 @@ class ConsumerCore:
         fenced: bool,
         pull_max_idle_ms: int = 120_000,
         watch: bool = False,
+        acquire_wait_ms: int = 0,
     ) -> MQClientInstance:
         """Client instance, offset store, fenced handoff, rebalance, routes: all but the join.
 
@@ -138,6 +139,7 @@ class ConsumerCore:
                     self.wanted_queues,
                     owed=client.rebalance_immediately,
                     watch=watch,
+                    acquire_wait_ms=acquire_wait_ms,
                 )
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch

@@ -73,6 +73,7 @@ class FencedHandoff:
         owed: Callable[[], None] | None = None,
         *,
         watch: bool = False,
+        acquire_wait_ms: int = 0,
     ) -> None:
         self.client = client
         self.group = group
@@ -80,6 +81,9 @@ class FencedHandoff:
         # ``watching``, and the queue is parked, not pulled: ``PullMessageService.park``).
         self.watch = watch
         self.watching: set[MessageQueue] = set()
+        # How long an acquire may wait at the broker for a queue its holder is about to let
+        # go (granted to us in the same step): a denial costs a push and a second acquire.
+        self.acquire_wait_ms = acquire_wait_ms
         # Called when a release or an acquire's answer is lost: what is owed then is settled
         # only by a rebalance pass (``retry_pending``), which the consumer wakes. Left to the
         # 20 s periodic pass, a holder whose release timed out under load (its own queues all
@@ -157,6 +161,7 @@ class FencedHandoff:
             channel_id=channel_id,
             mq_set=[mq.to_proto() for mq in mqs],
             watch=self.watch,
+            wait_millis=self.acquire_wait_ms,
         )
         try:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)

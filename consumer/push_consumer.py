@@ -210,6 +210,7 @@ class PushConsumerImpl(ConsumerCore):
             fenced=self.is_fenced,
             pull_max_idle_ms=self.settings.pull_max_idle_time_ms,
             watch=self.settings.watch_idle_queues,
+            acquire_wait_ms=self.settings.handoff_acquire_wait_ms,
         )
         try:
             if isinstance(self.offset_store, RemoteBrokerOffsetStore) and self.fenced is not None:

@@ -215,6 +215,10 @@ class PushConsumerSettings(ConsumerSettings):
     unlock_delay_ms: int = 20_000
     #: Fenced: how long a released queue waits for its batches in flight (ms). Ours.
     handoff_drain_timeout_ms: int = 5_000
+    #: Fenced: how long an acquire waits at the broker for a queue still held by another
+    #: consumer (ms, at most 2000): granted the moment its holder lets it go, where a denial
+    #: costs a QueueReleased push and a second acquire. 0: denied at once. Ours. Default 1000.
+    handoff_acquire_wait_ms: int = 1_000
     #: Let the broker watch an idle queue rather than pull it every
     #: ``broker_suspend_max_time_ms``: a pull held that long for nothing, or a fenced grant
     #: with nothing after its committed offset, is pulled again only once the broker pushes
@@ -233,6 +237,7 @@ class PushConsumerSettings(ConsumerSettings):
             ("consume_concurrently_max_span", self.consume_concurrently_max_span, 1, 65535),
             ("pull_interval_ms", self.pull_interval_ms, 0, 65535),
             ("watch_renew_ms", self.watch_renew_ms, 1, max(1, self.pull_max_idle_time_ms - 1)),
+            ("handoff_acquire_wait_ms", self.handoff_acquire_wait_ms, 0, 2_000),
         ]
 
 

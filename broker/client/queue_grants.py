@@ -216,6 +216,9 @@ class QueueGrantManager:
                     }
                 )
                 granted.append(Granted(mq, epoch))
+                # A waiter granted the queue waits no more (nor is told it was released).
+                _discard(self.waiter_table, (group, mq), channel_id)
+                _discard(self.channel_wait_table, channel_id, (group, mq))
                 log.info(
                     "queue granted",
                     group=group,

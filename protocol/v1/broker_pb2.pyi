@@ -205,18 +205,20 @@ class UnlockBatchResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class AcquireQueuesRequest(_message.Message):
-    __slots__ = ("consumer_group", "client_id", "channel_id", "mq_set", "watch")
+    __slots__ = ("consumer_group", "client_id", "channel_id", "mq_set", "watch", "wait_millis")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     MQ_SET_FIELD_NUMBER: _ClassVar[int]
     WATCH_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MILLIS_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     client_id: str
     channel_id: str
     mq_set: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
     watch: bool
-    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ..., watch: _Optional[bool] = ...) -> None: ...
+    wait_millis: int
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ..., watch: _Optional[bool] = ..., wait_millis: _Optional[int] = ...) -> None: ...
 
 class QueueGrant(_message.Message):
     __slots__ = ("message_queue", "epoch", "committed_offset", "watching")

@@ -306,15 +306,35 @@ class ProtocolClient:
             assert len(released.released) == 1, f"barrier queue not released: {released}"
 
     async def acquire(
-        self, group: str, queues: Sequence[common_pb2.MessageQueue]
+        self, group: str, queues: Sequence[common_pb2.MessageQueue], *, wait_ms: int = 0
     ) -> broker_pb2.AcquireQueuesResponse:
-        """AcquireQueues through this client's channel."""
+        """AcquireQueues through this client's channel (waiting up to ``wait_ms`` for queues
+        held by others)."""
         response: broker_pb2.AcquireQueuesResponse = await self.stub.AcquireQueues(
             broker_pb2.AcquireQueuesRequest(
                 consumer_group=group,
                 client_id=self.client_id,
                 channel_id=self.channel_id,
                 mq_set=list(queues),
+                wait_millis=wait_ms,
+            ),
+            timeout=RPC_TIMEOUT,
+        )
+        return response
+
+    async def release(
+        self, group: str, queue: common_pb2.MessageQueue, epoch: int, final_offset: int = -1
+    ) -> broker_pb2.ReleaseQueuesResponse:
+        """ReleaseQueues of one grant."""
+        response: broker_pb2.ReleaseQueuesResponse = await self.stub.ReleaseQueues(
+            broker_pb2.ReleaseQueuesRequest(
+                consumer_group=group,
+                client_id=self.client_id,
+                releases=[
+                    broker_pb2.QueueRelease(
+                        message_queue=queue, epoch=epoch, final_offset=final_offset
+                    )
+                ],
             ),
             timeout=RPC_TIMEOUT,
         )

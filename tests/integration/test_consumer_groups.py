@@ -528,3 +528,48 @@ async def test_a_released_queue_is_told_only_to_the_channels_denied_it(tmp_path:
         await c1.push_queue_released(G, BARRIER_QUEUE)  # to c1 alone
         event = await c1.next_event()  # c1 was denied nothing before: not told of ``other``
         assert event.queue_released.message_queue == BARRIER_QUEUE
+
+
+async def test_an_acquire_that_waits_is_granted_the_queue_its_holder_lets_go(
+    tmp_path: Path,
+) -> None:
+    """A waiting acquire is answered with the grant the moment the holder releases (with the
+    final offset committed), not denied; the channels denied it earlier are still told."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        holder = await cs.join("holder")
+        waiter = await cs.join("waiter")
+        denied = await cs.join("denied")
+        queue = mq(TOPIC, 1)
+        held = await holder.acquire(G, [queue])
+        (grant,) = held.granted
+        assert [d.message_queue for d in (await denied.acquire(G, [queue])).denied] == [queue]
+        asked = time.monotonic()
+        waiting = asyncio.ensure_future(waiter.acquire(G, [queue], wait_ms=1_500))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        released = await holder.release(G, queue, grant.epoch, final_offset=7)
+        assert list(released.released) == [queue]
+        answer = await waiting
+        assert time.monotonic() - asked < 1.5
+        assert [g.message_queue for g in answer.granted] == [queue] and not answer.denied
+        assert answer.granted[0].epoch == grant.epoch + 1
+        assert answer.granted[0].committed_offset == 7
+        event = await denied.next_event()
+        while event.WhichOneof("event") != "queue_released":
+            event = await denied.next_event()
+        assert event.queue_released.message_queue == queue
+        assert (await denied.acquire(G, [queue])).denied[0].holder_client_id == waiter.client_id
+
+
+async def test_an_acquire_whose_wait_runs_out_is_denied(tmp_path: Path) -> None:
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        holder = await cs.join("holder")
+        waiter = await cs.join("waiter")
+        queue, free = mq(TOPIC, 1), mq(TOPIC, 2)
+        await holder.acquire(G, [queue])
+        asked = time.monotonic()
+        answer = await waiter.acquire(G, [queue, free], wait_ms=300)
+        assert time.monotonic() - asked >= 0.29
+        assert [g.message_queue for g in answer.granted] == [free]
+        assert [d.message_queue for d in answer.denied] == [queue]
+        assert answer.denied[0].holder_client_id == holder.client_id
