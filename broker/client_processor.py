@@ -190,8 +190,7 @@ class ClientManageProcessor:
         channel.close()
         groups = self.consumer_manager.do_channel_close_event(channel.remote_addr, channel)
         self.producer_manager.do_channel_close_event(channel.remote_addr, channel)
-        self._release_grants_of(channel.channel_id)
-        self.watches.forget_channel(channel.channel_id)
+        self._channel_gone(channel.channel_id)
         tracer.record(
             "channel_closed",
             broker=self.config.broker_name,
@@ -239,7 +238,7 @@ class ClientManageProcessor:
             if channel.channel_id in self.channels and not self._channel_in_use(channel):
                 self.channels.pop(channel.channel_id, None)
                 channel.close()
-                self._release_grants_of(channel.channel_id)
+                self._channel_gone(channel.channel_id)
 
     def expire_restored_grants(self) -> None:
         """Every second after a restart: release the restored grants whose client did not come
@@ -359,6 +358,7 @@ class ClientManageProcessor:
         if request.producer_group:
             self.producer_manager.unregister_producer(request.producer_group, info)
         if request.consumer_group:
+            self.watches.forget_group(channel.channel_id, request.consumer_group)
             tracer.record(
                 "client_unregistered",
                 broker=self.config.broker_name,
@@ -560,9 +560,11 @@ class ClientManageProcessor:
             self._let_go(group, mq)
         return broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
 
-    def _release_grants_of(self, channel_id: str) -> None:
+    def _channel_gone(self, channel_id: str) -> None:
+        """A channel closed or expired: its grants are let go, its watches end."""
         for group, mq in self.grants.release_channel(channel_id):
             self._let_go(group, mq)
+        self.watches.forget_channel(channel_id)
         self._persist_grants_soon()
 
     def _load_grants(self) -> None:
@@ -622,19 +624,35 @@ class ClientManageProcessor:
 
     # ---- watched queues --------------------------------------------------------------------
     def watch_queue(
-        self, group: str, client_id: str, topic: str, queue_id: int, offset: int
+        self,
+        group: str,
+        client_id: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        channel_id: str = "",
     ) -> bool:
         """A pull with ``watch`` found nothing: watch the queue from ``offset`` for the
-        client's channel instead of being pulled again; whether it is watched (the client has
-        a channel of ours in the group, and nothing came since)."""
-        info = self.consumer_manager.find_channel(group, client_id)
-        if info is None or info.channel.protocol != "grpc" or info.channel.closed:
+        client's channel (``channel_id``, else its first in the group) instead of being pulled
+        again; whether it is watched (the channel is open, and nothing came since)."""
+        if channel_id:
+            channel = self.channels.get(channel_id)
+            if channel is None or channel.client_id != client_id:
+                return False
+        else:
+            info = self.consumer_manager.find_channel(group, client_id)
+            if info is None:
+                return False
+            channel = info.channel
+        if channel.protocol != "grpc" or channel.closed:
             return False
-        return self._watch(group, info.channel.channel_id, topic, queue_id, offset)
+        return self._watch(group, channel.channel_id, topic, queue_id, offset)
 
     def _watch(self, group: str, channel_id: str, topic: str, queue_id: int, offset: int) -> bool:
-        if offset < 0 or offset < self.store.get_max_offset(topic, queue_id):
-            return False  # unknown, or something is there to pull now
+        # Only at the queue's end: before it there is something to pull now, and past it (the
+        # store lost its tail in a crash) the pull moves the offset back (OFFSET_ILLEGAL).
+        if offset != self.store.get_max_offset(topic, queue_id):
+            return False
         self.watches.watch(topic, queue_id, group, channel_id, offset)
         return True
 
@@ -642,20 +660,22 @@ class ClientManageProcessor:
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
     ) -> None:
         """The store's arrival listener: push MessagesArrived to the queue's watchers."""
-        woken = self.watches.arrived(topic, queue_id, max_offset)
-        if not woken:
+        for group, channel_id in self.watches.arrived(topic, queue_id, max_offset):
+            self._push_messages_arrived(channel_id, group, topic, queue_id, max_offset)
+
+    def _push_messages_arrived(
+        self, channel_id: str, group: str, topic: str, queue_id: int, max_offset: int = -1
+    ) -> None:
+        channel = self.channels.get(channel_id)
+        if channel is None:
             return
+        if max_offset < 0:
+            max_offset = self.store.get_max_offset(topic, queue_id)
         mq = MessageQueue(topic, self.config.broker_name, queue_id).to_proto()
-        for group, channel_id in woken:
-            channel = self.channels.get(channel_id)
-            if channel is not None:
-                channel.offer(
-                    broker_pb2.ChannelEvent(
-                        messages_arrived=broker_pb2.MessagesArrived(
-                            consumer_group=group, message_queue=mq
-                        )
-                    )
-                )
+        arrived = broker_pb2.MessagesArrived(
+            consumer_group=group, message_queue=mq, max_offset=max_offset
+        )
+        channel.offer(broker_pb2.ChannelEvent(messages_arrived=arrived))
 
     def _push_queue_released(self, group: str, mq: MessageQueue) -> None:
         """Tell the channels that were denied ``mq`` (its waiters) that it is free now."""
@@ -1006,9 +1026,12 @@ class ClientManageProcessor:
         for member in members:
             if member.channel.protocol == "grpc" and member.channel.offer(event):
                 response.clients_told.append(member.client_id)
-        if self.on_reset is not None:
-            for queue_id in range(config.read_queue_nums):
+        for queue_id in range(config.read_queue_nums):
+            if self.on_reset is not None:
                 self.on_reset(topic, queue_id)
+            # A watched queue has no pull to answer: woken, it pulls and is told to move.
+            for channel_id in self.watches.take(topic, queue_id, group):
+                self._push_messages_arrived(channel_id, group, topic, queue_id)
         return response
 
     async def persist_offsets(self) -> None:

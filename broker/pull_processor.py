@@ -32,6 +32,7 @@ from aiorocketmq.protocol.errors import (
     InvalidArgument,
     NoPermission,
     OffsetOutOfRange,
+    QueueFenced,
     SubscriptionNotExist,
     SubscriptionNotLatest,
     TopicNotFound,
@@ -69,7 +70,13 @@ class QueueWatcher(Protocol):
     """Watch an idle queue for a client's channel (``queue_watch``); whether it is watched."""
 
     def watch_queue(
-        self, group: str, client_id: str, topic: str, queue_id: int, offset: int
+        self,
+        group: str,
+        client_id: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        channel_id: str = "",
     ) -> bool: ...
 
 
@@ -322,14 +329,22 @@ class PullMessageProcessor:
             broker_name=broker_name,
         )
         if wake is Wake.TIMEOUT and request.watch and self.watcher is not None:
-            # Held the whole timeout for nothing: watched from here on, not pulled again.
-            response.watching = self.watcher.watch_queue(
-                request.consumer_group,
-                request.client_id,
-                request.topic,
-                request.queue_id,
-                request.queue_offset,
-            )
+            # Held the whole timeout for nothing: watched from here on, not pulled again; not
+            # when the queue moved on meanwhile (its new owner watches it, if anyone).
+            try:
+                if request.epoch:
+                    mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
+                    self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+                response.watching = self.watcher.watch_queue(
+                    request.consumer_group,
+                    request.client_id,
+                    request.topic,
+                    request.queue_id,
+                    request.queue_offset,
+                    request.channel_id,
+                )
+            except QueueFenced:
+                pass
         if status == broker_pb2.FOUND:
             key = (request.topic, request.consumer_group)
             counts = self.stats.get(key)

@@ -66,6 +66,21 @@ class QueueWatches:
                 del self._by_queue[(topic, queue_id)]
             self._discard_channel_entry(channel_id, (topic, queue_id, group))
 
+    def forget_group(self, channel_id: str, group: str) -> int:
+        """End the watches of ``group`` on ``channel_id`` (its consumer left); how many."""
+        entries = [e for e in self._by_channel.get(channel_id, ()) if e[2] == group]
+        for topic, queue_id, _ in entries:
+            self.forget(topic, queue_id, group, channel_id)
+        return len(entries)
+
+    def take(self, topic: str, queue_id: int, group: str) -> list[str]:
+        """End every watch of ``group`` on the queue (its offset was reset); their channels."""
+        watchers = self._by_queue.get((topic, queue_id), {})
+        channels = [channel_id for g, channel_id in watchers if g == group]
+        for channel_id in channels:
+            self.forget(topic, queue_id, group, channel_id)
+        return channels
+
     def forget_channel(self, channel_id: str) -> int:
         """End every watch of a closed channel; how many there were."""
         entries = self._by_channel.pop(channel_id, set())

@@ -322,6 +322,12 @@ class MQClientInstance:
             getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
         )
 
+    def open_channel_id(self, broker_name: str) -> str:
+        """The id of our channel to ``broker_name``'s master if it is open now, else ""."""
+        addr = self.find_broker_addr(broker_name)
+        channel = self.channels.get(addr) if addr is not None else None
+        return (channel.channel_id or "") if channel is not None else ""
+
     async def channel_id_for(self, broker_name: str) -> str | None:
         """The id of our open channel to ``broker_name``'s master (opened if needed)."""
         addr = self.find_broker_addr(broker_name)
@@ -485,7 +491,9 @@ class MQClientInstance:
         elif kind == "messages_arrived":
             arrived = event.messages_arrived
             self.pull_message_service.wake(
-                arrived.consumer_group, MessageQueue.from_proto(arrived.message_queue)
+                arrived.consumer_group,
+                MessageQueue.from_proto(arrived.message_queue),
+                arrived.max_offset,
             )
         elif kind == "reset_offset":
             reset = event.reset_offset

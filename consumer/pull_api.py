@@ -39,6 +39,7 @@ class _Invoker(Protocol):
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any: ...
+    def open_channel_id(self, broker_name: str) -> str: ...
 
 
 @dataclass(slots=True)
@@ -107,6 +108,7 @@ class PullAPIWrapper:
             min_msg_nums=min_nums,
             max_wait_millis=max_wait_ms,
             watch=watch,
+            channel_id=self.client.open_channel_id(mq.broker_name) if watch else "",
         )
         response = await self.client.invoke_broker(
             mq.broker_name, "PullMessage", request, timeout=timeout_ms / 1000

@@ -11,13 +11,14 @@ Ours: a request whose queue the broker watches (``broker/queue_watch.py``) is *p
 pull until the broker's MessagesArrived wakes it (``wake``), its channel reopens
 (``wake_broker``: a new channel has no watches), or its renewal timer fires (a push can be
 lost). A wake-up that comes before the park (an acquire's answer and the push race on two
-streams) is kept a few seconds and wakes the park at once.
+streams) is kept, with the queue's max offset it names, and wakes a park from below it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -56,9 +57,8 @@ class PullRequest:
 PullHandler = Callable[[PullRequest], Coroutine[Any, Any, None]]
 _Key = tuple[str, MessageQueue]  # (group, queue)
 
-# A wake-up with nothing parked is kept this long for the park it may precede.
-EARLY_WAKE_KEEP_S = 10.0
-EARLY_WAKE_PRUNE_AT = 1024
+# Wake-ups with nothing parked kept for the parks they may precede (the oldest go first).
+EARLY_WAKES_KEPT = 4096
 
 
 class PullMessageService:
@@ -72,7 +72,7 @@ class PullMessageService:
         self._task: asyncio.Task[None] | None = None
         # Requests of watched queues, with their renewal timers; wake-ups that came first.
         self._parked: dict[_Key, tuple[PullRequest, asyncio.TimerHandle]] = {}
-        self._early: dict[_Key, float] = {}
+        self._early: OrderedDict[_Key, int] = OrderedDict()  # -> the max offset woken at
 
     def start(self) -> None:
         if self._task is None:
@@ -115,12 +115,12 @@ class PullMessageService:
     def park(self, request: PullRequest, renew_ms: int) -> None:
         """Hold ``request`` until its queue is woken, or for ``renew_ms`` (three quarters to all
         of it, at random: queues watched together are not renewed together); at once if a
-        wake-up for it came first."""
+        wake-up for it came first, at an offset past the request's."""
         loop = asyncio.get_running_loop()
         key = (request.consumer_group, request.message_queue)
         self._unpark(key)
         early = self._early.pop(key, None)
-        if early is not None and loop.time() - early < EARLY_WAKE_KEEP_S:
+        if early is not None and (early < 0 or early > request.next_offset):
             self.execute_pull_request_immediately(request)
             return
         delay_s = renew_ms / 1000 * random.uniform(0.75, 1.0)
@@ -130,28 +130,31 @@ class PullMessageService:
         """Whether ``mq``'s request waits for the queue to be woken."""
         return (group, mq) in self._parked
 
-    def wake(self, group: str, mq: MessageQueue) -> bool:
-        """The broker says ``mq`` has messages: pull it now; False if it was not parked (the
-        wake-up is then kept a while for a park that may follow)."""
+    def wake(self, group: str, mq: MessageQueue, max_offset: int = -1) -> bool:
+        """The broker says ``mq`` has messages up to ``max_offset`` (-1: unknown): pull it now;
+        False if it was not parked (a request of a dropped queue is not), and the wake-up is
+        then kept for a park that may follow."""
         key = (group, mq)
         request = self._unpark(key)
-        if request is not None:
+        if request is not None and not request.process_queue.dropped:
             self.execute_pull_request_immediately(request)
             return True
-        now = asyncio.get_running_loop().time()
-        if len(self._early) >= EARLY_WAKE_PRUNE_AT:
-            self._early = {k: t for k, t in self._early.items() if now - t < EARLY_WAKE_KEEP_S}
-        self._early[key] = now
+        self._early[key] = max_offset
+        self._early.move_to_end(key)
+        while len(self._early) > EARLY_WAKES_KEPT:
+            self._early.popitem(last=False)
         return False
 
     def wake_broker(self, broker_name: str) -> int:
         """Pull every parked queue of ``broker_name`` now (a new channel has no watches)."""
         keys = [key for key in self._parked if key[1].broker_name == broker_name]
+        woken = 0
         for key in keys:
             request = self._unpark(key)
-            assert request is not None
-            self.execute_pull_request_immediately(request)
-        return len(keys)
+            if request is not None and not request.process_queue.dropped:
+                self.execute_pull_request_immediately(request)
+                woken += 1
+        return woken
 
     def _unpark(self, key: _Key) -> PullRequest | None:
         parked = self._parked.pop(key, None)

@@ -509,7 +509,7 @@ class PushConsumerImpl(ConsumerCore):
         for request in requests:
             if request.message_queue in watching:
                 watching.discard(request.message_queue)
-                service.park(request, self.settings.watch_renew_ms)
+                service.park(request, self.watch_renew_ms)
             else:
                 service.execute_pull_request_later(
                     request, self.settings.rebalance_dispatch_delay_ms
@@ -544,6 +544,13 @@ class PushConsumerImpl(ConsumerCore):
                 log.exception(
                     "messageQueueChanged listener failed", group=self.consumer_group, topic=topic
                 )
+
+    @property
+    def watch_renew_ms(self) -> int:
+        """How long a watched queue stays parked at most: ``watch_renew_ms``, capped at half
+        of ``pull_max_idle_time_ms`` (a queue not pulled for that long is taken as stuck)."""
+        s = self.settings
+        return max(1, min(s.watch_renew_ms, s.pull_max_idle_time_ms // 2))
 
     # ---- pulling ---------------------------------------------------------------------------
     async def pull_message(self, request: PullRequest) -> None:
@@ -656,7 +663,7 @@ class PushConsumerImpl(ConsumerCore):
             if result.watching and not pq.dropped:
                 # Ours: the broker watches the queue now; no pull until it has something.
                 pq.last_pull_timestamp = pq.now_ms()  # idle by choice, not stuck
-                service.park(request, self.settings.watch_renew_ms)
+                service.park(request, self.watch_renew_ms)
             else:
                 service.execute_pull_request_immediately(request)
         else:  # OFFSET_ILLEGAL: fix the offset now, then re-add the queue (spec 4.5)

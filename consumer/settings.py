@@ -226,7 +226,7 @@ class PushConsumerSettings(ConsumerSettings):
     #: is unchanged. Default True.
     watch_idle_queues: bool = True
     #: A watched queue is pulled anyway after three quarters to all of this (ms), in case the
-    #: broker's push was lost; below ``pull_max_idle_time_ms``. Ours. Default 60000.
+    #: broker's push was lost; at most half of ``pull_max_idle_time_ms``. Ours. Default 60000.
     watch_renew_ms: int = 60_000
 
     def ranges(self) -> list[tuple[str, int, int, int]]:
@@ -236,7 +236,7 @@ class PushConsumerSettings(ConsumerSettings):
             ("consume_message_batch_max_size", self.consume_message_batch_max_size, 1, 1024),
             ("consume_concurrently_max_span", self.consume_concurrently_max_span, 1, 65535),
             ("pull_interval_ms", self.pull_interval_ms, 0, 65535),
-            ("watch_renew_ms", self.watch_renew_ms, 1, max(1, self.pull_max_idle_time_ms - 1)),
+            ("watch_renew_ms", self.watch_renew_ms, 1, INT_MAX),
             ("handoff_acquire_wait_ms", self.handoff_acquire_wait_ms, 0, 2_000),
         ]
 

@@ -93,12 +93,14 @@ class ChannelEvent(_message.Message):
     def __init__(self, opened: _Optional[_Union[ChannelOpened, _Mapping]] = ..., notify_consumer_ids_changed: _Optional[_Union[NotifyConsumerIdsChanged, _Mapping]] = ..., queue_released: _Optional[_Union[QueueReleased, _Mapping]] = ..., get_consumer_running_info: _Optional[_Union[GetConsumerRunningInfo, _Mapping]] = ..., reset_offset: _Optional[_Union[ResetOffsetEvent, _Mapping]] = ..., messages_arrived: _Optional[_Union[MessagesArrived, _Mapping]] = ...) -> None: ...
 
 class MessagesArrived(_message.Message):
-    __slots__ = ("consumer_group", "message_queue")
+    __slots__ = ("consumer_group", "message_queue", "max_offset")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     message_queue: _common_pb2.MessageQueue
-    def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ...) -> None: ...
+    max_offset: int
+    def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., max_offset: _Optional[int] = ...) -> None: ...
 
 class ResetOffsetEvent(_message.Message):
     __slots__ = ("topic", "consumer_group", "offsets", "broker_name")
@@ -327,7 +329,7 @@ class SendMessageResponse(_message.Message):
     def __init__(self, send_status: _Optional[_Union[SendStatus, str]] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., results: _Optional[_Iterable[_Union[SendResultEntry, _Mapping]]] = ..., first_queue_offset: _Optional[int] = ..., commit_log_offsets: _Optional[_Iterable[int]] = ..., store_host: _Optional[str] = ...) -> None: ...
 
 class PullMessageRequest(_message.Message):
-    __slots__ = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "max_msg_bytes", "commit_offset_enabled", "commit_offset", "suspend", "suspend_timeout_millis", "has_subscription", "sub_expression", "expression_type", "sub_version", "epoch", "client_id", "raw_records", "min_msg_nums", "max_wait_millis", "watch")
+    __slots__ = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "max_msg_bytes", "commit_offset_enabled", "commit_offset", "suspend", "suspend_timeout_millis", "has_subscription", "sub_expression", "expression_type", "sub_version", "epoch", "client_id", "raw_records", "min_msg_nums", "max_wait_millis", "watch", "channel_id")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -348,6 +350,7 @@ class PullMessageRequest(_message.Message):
     MIN_MSG_NUMS_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MILLIS_FIELD_NUMBER: _ClassVar[int]
     WATCH_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     topic: str
     queue_id: int
@@ -368,7 +371,8 @@ class PullMessageRequest(_message.Message):
     min_msg_nums: int
     max_wait_millis: int
     watch: bool
-    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_msg_nums: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., commit_offset_enabled: _Optional[bool] = ..., commit_offset: _Optional[int] = ..., suspend: _Optional[bool] = ..., suspend_timeout_millis: _Optional[int] = ..., has_subscription: _Optional[bool] = ..., sub_expression: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., raw_records: _Optional[bool] = ..., min_msg_nums: _Optional[int] = ..., max_wait_millis: _Optional[int] = ..., watch: _Optional[bool] = ...) -> None: ...
+    channel_id: str
+    def __init__(self, consumer_group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_msg_nums: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., commit_offset_enabled: _Optional[bool] = ..., commit_offset: _Optional[int] = ..., suspend: _Optional[bool] = ..., suspend_timeout_millis: _Optional[int] = ..., has_subscription: _Optional[bool] = ..., sub_expression: _Optional[str] = ..., expression_type: _Optional[str] = ..., sub_version: _Optional[int] = ..., epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., raw_records: _Optional[bool] = ..., min_msg_nums: _Optional[int] = ..., max_wait_millis: _Optional[int] = ..., watch: _Optional[bool] = ..., channel_id: _Optional[str] = ...) -> None: ...
 
 class PullMessageResponse(_message.Message):
     __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "suggest_which_broker_id", "messages", "records", "broker_name", "watching")

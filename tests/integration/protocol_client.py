@@ -306,10 +306,15 @@ class ProtocolClient:
             assert len(released.released) == 1, f"barrier queue not released: {released}"
 
     async def acquire(
-        self, group: str, queues: Sequence[common_pb2.MessageQueue], *, wait_ms: int = 0
+        self,
+        group: str,
+        queues: Sequence[common_pb2.MessageQueue],
+        *,
+        wait_ms: int = 0,
+        watch: bool = False,
     ) -> broker_pb2.AcquireQueuesResponse:
         """AcquireQueues through this client's channel (waiting up to ``wait_ms`` for queues
-        held by others)."""
+        held by others; ``watch``: idle grants watched)."""
         response: broker_pb2.AcquireQueuesResponse = await self.stub.AcquireQueues(
             broker_pb2.AcquireQueuesRequest(
                 consumer_group=group,
@@ -317,6 +322,7 @@ class ProtocolClient:
                 channel_id=self.channel_id,
                 mq_set=list(queues),
                 wait_millis=wait_ms,
+                watch=watch,
             ),
             timeout=RPC_TIMEOUT,
         )

@@ -24,6 +24,8 @@ import grpc
 import pytest
 
 from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from tests.helpers import wait_until
 from tests.integration.protocol_client import ProtocolClient, heartbeat_request, mq, response_code
@@ -573,3 +575,44 @@ async def test_an_acquire_whose_wait_runs_out_is_denied(tmp_path: Path) -> None:
         assert [g.message_queue for g in answer.granted] == [free]
         assert [d.message_queue for d in answer.denied] == [queue]
         assert answer.denied[0].holder_client_id == holder.client_id
+
+
+async def test_a_watched_grant_wakes_once_and_ends_with_its_release_or_its_consumer(
+    tmp_path: Path,
+) -> None:
+    """An idle queue granted with ``watch`` is watched only at its end: MessagesArrived names
+    the new max offset once; a release, or the consumer's unregistration, ends the watch."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c = await cs.join("c")
+        watches = cluster.broker("broker-a").client.watches
+        queue, beyond = mq(TOPIC, 1), mq(TOPIC, 2)
+        for q, final in ((queue, 0), (beyond, 5)):  # commit 0 (the end) and 5 (past the end)
+            (g,) = (await c.acquire(G, [q])).granted
+            assert list((await c.release(G, q, g.epoch, final_offset=final)).released) == [q]
+        answer = await c.acquire(G, [queue, beyond], watch=True)
+        watching = {g.message_queue.queue_id: g.watching for g in answer.granted}
+        assert watching == {1: True, 2: False} and len(watches) == 1
+        async with Producer("watch-producer", cluster.namesrv_addr) as producer:
+            await producer.send(Message(TOPIC, b"x"), MessageQueue(TOPIC, "broker-a", 1))
+        event = await c.next_event()
+        while event.WhichOneof("event") != "messages_arrived":
+            event = await c.next_event()
+        assert event.messages_arrived.message_queue == queue
+        assert event.messages_arrived.max_offset == 1 and len(watches) == 0
+        # At its end again (committed 1): watched again, then released: the watch ends.
+        (g,) = (await c.acquire(G, [queue])).granted
+        await c.release(G, queue, g.epoch, final_offset=1)
+        (g,) = (await c.acquire(G, [queue], watch=True)).granted
+        assert g.watching and len(watches) == 1
+        await c.release(G, queue, g.epoch, final_offset=1)
+        assert len(watches) == 0
+        # Watched again, then the consumer leaves its group on an open channel: it ends too.
+        (g,) = (await c.acquire(G, [queue], watch=True)).granted
+        assert g.watching and len(watches) == 1
+        await c.stub.UnregisterClient(
+            broker_pb2.UnregisterClientRequest(
+                channel_id=c.channel_id, client_id=c.client_id, consumer_group=G
+            ),
+            timeout=3,
+        )
+        assert len(watches) == 0

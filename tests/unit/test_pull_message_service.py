@@ -82,3 +82,36 @@ async def test_a_parked_request_is_pulled_anyway_when_its_renewal_comes() -> Non
         assert pulled == [MQ_A] and not service.is_parked("g", MQ_A)
     finally:
         await service.shutdown()
+
+
+async def test_a_dropped_queues_parked_request_does_not_take_the_wake_up_of_its_successor() -> None:
+    """A queue dropped and taken again: the old request still parked must not use up the
+    wake-up that the new request, parked after it, is waiting for."""
+    service, pulled = _service()
+    try:
+        old = _request(MQ_A)
+        service.park(old, 60_000)
+        old.process_queue.dropped = True
+        assert not service.wake("g", MQ_A, 5)  # kept for the park that follows
+        service.park(_request(MQ_A), 60_000)
+        await _turns()
+        assert pulled == [MQ_A]
+        dropped = _request(MQ_B)
+        service.park(dropped, 60_000)
+        dropped.process_queue.dropped = True
+        assert service.wake_broker("broker-b") == 0
+    finally:
+        await service.shutdown()
+
+
+async def test_an_early_wake_up_below_the_parked_offset_is_spent_on_nothing() -> None:
+    service, pulled = _service()
+    try:
+        service.wake("g", MQ_A, 3)  # messages up to offset 3, which the request is past
+        request = _request(MQ_A)
+        request.next_offset = 3
+        service.park(request, 60_000)
+        await _turns()
+        assert pulled == [] and service.is_parked("g", MQ_A)
+    finally:
+        await service.shutdown()

@@ -39,3 +39,15 @@ def test_forget_and_a_closed_channel_end_watches_silently() -> None:
     assert w.arrived("T", 0, 1) == []
     assert w.arrived("T", 1, 1) == [("g", "ch2")]
     assert len(w) == 0
+
+
+def test_a_leaving_group_and_a_reset_end_only_their_own_watches() -> None:
+    w = QueueWatches()
+    w.watch("T", 0, "g", "ch1", 0)
+    w.watch("T", 1, "g", "ch1", 0)
+    w.watch("T", 0, "h", "ch1", 0)
+    w.watch("T", 0, "g", "ch2", 0)
+    assert w.forget_group("ch1", "g") == 2
+    assert sorted(w.take("T", 0, "g")) == ["ch2"]
+    assert w.arrived("T", 0, 1) == [("h", "ch1")]
+    assert len(w) == 0
