@@ -74,8 +74,10 @@ def _log_write_failure(task: asyncio.Task[None]) -> None:
         log.error("writing the queue grant table failed", error=str(task.exception()))
 
 
-# The longest an acquire waits for a held queue, whatever it asks: below the clients' deadline.
+# The longest an acquire waits for a held queue, whatever it asks; and the time it leaves
+# before its call's deadline for its answer (the grant table's write, the way back).
 MAX_ACQUIRE_WAIT_MS = 2_000
+ACQUIRE_ANSWER_MARGIN_S = 0.5
 
 
 @dataclass(eq=False, slots=True)
@@ -358,6 +360,14 @@ class ClientManageProcessor:
         if request.producer_group:
             self.producer_manager.unregister_producer(request.producer_group, info)
         if request.consumer_group:
+            # A graceful leave: the consumer's acquires waiting in the group end (answered with
+            # nothing more), its grants there are let go, and its watches there end.
+            self._end_held_acquires(channel.channel_id, request.consumer_group)
+            for group, mq in self.grants.release_channel(
+                channel.channel_id, request.consumer_group
+            ):
+                self._let_go(group, mq)
+            self._persist_grants_soon()
             self.watches.forget_group(channel.channel_id, request.consumer_group)
             tracer.record(
                 "client_unregistered",
@@ -466,7 +476,7 @@ class ClientManageProcessor:
         )
 
     async def acquire_queues_waiting(
-        self, request: broker_pb2.AcquireQueuesRequest
+        self, request: broker_pb2.AcquireQueuesRequest, time_remaining: float | None = None
     ) -> broker_pb2.AcquireQueuesResponse:
         """``acquire_queues``; then, up to ``wait_millis``, each denied queue is granted to this
         request the moment its holder lets it go (``_let_go``), and the answer comes once none
@@ -476,10 +486,14 @@ class ClientManageProcessor:
         (the two passes of one change run in any order) heard QueueReleased, ran a pass again
         and asked again: at 1,000 consumers under AVG a join moves 3,600 queues, and the last
         of them waited those extra hops through two busy processes. The wait is bounded, so a
-        request asking under an allocation that has moved on costs its pass that much at most.
+        request asking under an allocation that has moved on costs its pass that much at most,
+        and ends half a second before the call's deadline (``time_remaining``, s).
         """
         response = self.acquire_queues(request)
-        if request.wait_millis <= 0 or not response.denied:
+        wait_s = min(request.wait_millis, MAX_ACQUIRE_WAIT_MS) / 1000
+        if time_remaining is not None:
+            wait_s = min(wait_s, time_remaining - ACQUIRE_ANSWER_MARGIN_S)
+        if wait_s <= 0 or not response.denied:
             return response
         group = request.consumer_group
         held = _HeldAcquire(
@@ -490,7 +504,7 @@ class ClientManageProcessor:
         for mq in held.waiting:
             self._held_acquires.setdefault((group, mq), []).append(held)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + min(request.wait_millis, MAX_ACQUIRE_WAIT_MS) / 1000
+        deadline = loop.time() + wait_s
         try:
             while held.waiting and (left := deadline - loop.time()) > 0:
                 held.wake = loop.create_future()
@@ -505,20 +519,40 @@ class ClientManageProcessor:
                     waiting.remove(held)
                     if not waiting:
                         del self._held_acquires[(group, mq)]
-        if not held.handed:
-            return response
+        # The channel closed meanwhile: what it was granted went with it (``_channel_gone``).
+        self._channel(request.channel_id, request.client_id)
         answer = broker_pb2.AcquireQueuesResponse(granted=response.granted)
         for mq, epoch in held.handed:
             self._add_grant(answer, request, mq, epoch)
-        handed = {mq for mq, _ in held.handed}
-        answer.denied.extend(
-            d for d in response.denied if MessageQueue.from_proto(d.message_queue) not in handed
-        )
+        for mq in sorted(held.waiting):  # still held: by whom now
+            grant = self.grants.holder(group, mq)
+            if grant is not None:
+                answer.denied.add(
+                    message_queue=mq.to_proto(),
+                    holder_client_id=grant.client_id,
+                    epoch=grant.epoch,
+                )
+            else:  # let go to nobody waiting here (our channel was busy): ask it now
+                for mq_, epoch in self.grants.acquire(
+                    group, request.client_id, request.channel_id, [mq]
+                ).granted:
+                    self._add_grant(answer, request, mq_, epoch)
         return answer
 
+    def _end_held_acquires(self, channel_id: str, group: str) -> None:
+        """The acquires of ``channel_id`` waiting in ``group`` answer now, with what they got."""
+        for (g, _), waiting in list(self._held_acquires.items()):
+            if g != group:
+                continue
+            for held in [h for h in waiting if h.channel_id == channel_id]:
+                held.waiting.clear()
+                if held.wake is not None and not held.wake.done():
+                    held.wake.set_result(None)
+
     def _let_go(self, group: str, mq: MessageQueue) -> None:
-        """``mq`` is free: granted at once to the latest acquire waiting for it, if any; then
-        the channels denied it earlier are told (QueueReleased) and may ask again."""
+        """``mq`` is free: granted at once to the latest acquire waiting for it, if any (the
+        channels denied it earlier then wait for its new holder, untold); else they are told
+        (QueueReleased) and may ask again."""
         waiting = self._held_acquires.get((group, mq))
         while waiting:
             held = waiting.pop()
@@ -526,15 +560,17 @@ class ClientManageProcessor:
             if channel is None or channel.closed or mq not in held.waiting:
                 continue
             result = self.grants.acquire(group, held.client_id, held.channel_id, [mq])
-            if result.granted:
-                self.grants_given += 1
-                held.waiting.discard(mq)
-                held.handed.append((mq, result.granted[0].epoch))
-                if held.wake is not None and not held.wake.done():
-                    held.wake.set_result(None)
-            break
-        if not waiting:
-            self._held_acquires.pop((group, mq), None)
+            if not result.granted:  # not free after all: its waiters are told, as before
+                break
+            self.grants_given += 1
+            held.waiting.discard(mq)
+            held.handed.append((mq, result.granted[0].epoch))
+            if held.wake is not None and not held.wake.done():
+                held.wake.set_result(None)
+            if not waiting:
+                del self._held_acquires[(group, mq)]
+            return
+        self._held_acquires.pop((group, mq), None)
         self._push_queue_released(group, mq)
 
     def release_queues(

@@ -357,14 +357,17 @@ class ConsumerCore:
             await client.update_topic_route_info_from_name_server(mq.topic)
 
     # ---- the fenced handoff ----------------------------------------------------------------
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
+    async def acquire(
+        self, mqs: list[MessageQueue], *, wait: bool = False
+    ) -> dict[MessageQueue, tuple[int, int]] | None:
         """Fenced: the broker's grants (epoch, committed offset) for ``mqs``; None when classic.
+        ``wait``: held queues may be waited for (``FencedHandoff.acquire_wait_ms``).
 
         ``FencedHandoff`` keeps each grant's epoch; the committed offset goes into the store.
         """
         if self.fenced is None or self.offset_store is None:
             return None
-        grants = await self.fenced.acquire(mqs)
+        grants = await self.fenced.acquire(mqs, wait=wait)
         for mq, (_, committed) in grants.items():
             # removeDirtyOffset, as the classic path does before it reads the stored offset: an
             # entry left from before (frozen by an offset reset that raced the queue's drop)
@@ -536,8 +539,10 @@ class RebalanceModeBase:
     async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
         return await self.impl.compute_pull_from_where_many(mqs)
 
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]] | None:
-        return await self.impl.acquire(mqs)
+    async def acquire(
+        self, mqs: list[MessageQueue], *, wait: bool = False
+    ) -> dict[MessageQueue, tuple[int, int]] | None:
+        return await self.impl.acquire(mqs, wait=wait)
 
     def abandon_grants(self, mqs: Iterable[MessageQueue]) -> None:
         """Fenced: grants a pass got but did not take (it failed first) are unsure: the next

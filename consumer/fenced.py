@@ -106,14 +106,16 @@ class FencedHandoff:
         self._acquiring = asyncio.Lock()
 
     async def acquire(
-        self, mqs: list[MessageQueue], *, settle: Iterable[MessageQueue] = ()
+        self, mqs: list[MessageQueue], *, settle: Iterable[MessageQueue] = (), wait: bool = False
     ) -> dict[MessageQueue, tuple[int, int]]:
         """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent.
 
         The unsure queues of ``mqs``'s brokers ride along, but those the allocation still
         wants (their own pass asks for them), and those of ``settle``; those granted but not in
         ``mqs`` are released at once (with the final offset of a release still owed, else
-        committing nothing).
+        committing nothing). ``wait``: a broker may hold the request ``acquire_wait_ms`` for
+        queues their holders are about to let go; not one asked for unsure queues too (it
+        would take them from whoever waits for them).
         """
         async with self._acquiring:
             brokers = {mq.broker_name for mq in mqs}
@@ -124,12 +126,18 @@ class FencedHandoff:
                 for mq in self.unsure.difference(mqs)
                 if mq in settling or (mq.broker_name in brokers and mq not in spare)
             )
+            extra_set = set(extra)
             owed = {mq: self.pending[mq][1] for mq in extra if mq in self.pending}
             by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
             for mq in [*mqs, *extra]:
                 by_broker[mq.broker_name].append(mq)
             try:
-                results = await _each([self._acquire_one(b, q) for b, q in by_broker.items()])
+                results = await _each(
+                    [
+                        self._acquire_one(b, q, wait=wait and extra_set.isdisjoint(q))
+                        for b, q in by_broker.items()
+                    ]
+                )
             except asyncio.CancelledError:
                 # Abandoned with its pass: any of them may have been granted (the answers
                 # that came are dropped with it). Asked again, released if not wanted.
@@ -150,7 +158,7 @@ class FencedHandoff:
             return granted
 
     async def _acquire_one(
-        self, broker_name: str, mqs: list[MessageQueue]
+        self, broker_name: str, mqs: list[MessageQueue], *, wait: bool = False
     ) -> dict[MessageQueue, tuple[int, int]]:
         channel_id = await self.client.channel_id_for(broker_name)
         if channel_id is None:
@@ -161,7 +169,7 @@ class FencedHandoff:
             channel_id=channel_id,
             mq_set=[mq.to_proto() for mq in mqs],
             watch=self.watch,
-            wait_millis=self.acquire_wait_ms,
+            wait_millis=self.acquire_wait_ms if wait else 0,
         )
         try:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)

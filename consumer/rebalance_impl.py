@@ -64,7 +64,7 @@ class RebalanceMode(Protocol):
     async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]: ...
     async def lock(self, mq: MessageQueue) -> bool: ...
     async def acquire(
-        self, mqs: list[MessageQueue]
+        self, mqs: list[MessageQueue], *, wait: bool = False
     ) -> dict[MessageQueue, tuple[int, int]] | None: ...
     def abandon_grants(self, mqs: Iterable[MessageQueue]) -> None: ...
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None: ...
@@ -265,7 +265,7 @@ class RebalanceImpl:
             result=sorted(str(mq) for mq in allocate_result_set),
         )
         changed = await self.update_process_queue_table_in_rebalance(
-            topic, allocate_result_set, need_lock=is_order
+            topic, allocate_result_set, need_lock=is_order, wait=True
         )
         if changed:
             log.info(
@@ -312,11 +312,18 @@ class RebalanceImpl:
 
     # ---- the table -------------------------------------------------------------------------
     async def update_process_queue_table_in_rebalance(
-        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool
+        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool, wait: bool = False
     ) -> bool:
-        """Drop what is no longer ours, create what is new; True when the table changed."""
+        """Drop what is no longer ours, create what is new; True when the table changed.
+
+        ``wait`` (a pass, fenced): the acquire may wait at the broker for queues their holders
+        are about to let go. Not the retries: they hold the table lock, which the next pass's
+        releases (that others may wait for) need.
+        """
         async with self._table_lock:
-            return await self._update_process_queue_table(topic, mq_set, need_lock=need_lock)
+            return await self._update_process_queue_table(
+                topic, mq_set, need_lock=need_lock, wait=wait
+            )
 
     def _keep_acquiring(self, topic: str) -> None:
         """Fenced: some allocated queues are still held by their previous owners; ask again.
@@ -364,7 +371,7 @@ class RebalanceImpl:
         return changed
 
     async def _update_process_queue_table(
-        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool
+        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool, wait: bool = False
     ) -> bool:
         """The body of ``update_process_queue_table_in_rebalance``.
 
@@ -401,7 +408,7 @@ class RebalanceImpl:
         early = [mq for mq in diff.to_add if mq not in self.process_queue_table]
         if drops and early and not need_lock and not diff.pull_expired:
             if fenced:
-                grants_ahead = asyncio.ensure_future(self.mode.acquire(early))
+                grants_ahead = asyncio.ensure_future(self.mode.acquire(early, wait=wait))
             else:
                 ahead = asyncio.ensure_future(self._start_offsets([(mq, 0, -1) for mq in early]))
         grants: dict[MessageQueue, tuple[int, int]] | None = None
@@ -420,7 +427,9 @@ class RebalanceImpl:
                     client_id=self.client.client_id,
                     mq=str(mq),
                 )
-                log.debug("doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq))
+                log.debug(
+                    "doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq)
+                )
 
             if ahead is not None:
                 candidates = [(mq, 0, -1) for mq in early]
@@ -430,7 +439,7 @@ class RebalanceImpl:
                 if grants_ahead is not None:
                     to_add, grants = early, await grants_ahead or {}
                 elif fenced and to_add:
-                    grants = await self.mode.acquire(to_add) or {}
+                    grants = await self.mode.acquire(to_add, wait=wait) or {}
                 candidates = await self._candidates(to_add, need_lock=need_lock, grants=grants)
                 offsets = await self._start_offsets(candidates)
             return self._add_queues(candidates, offsets) or changed

@@ -294,12 +294,17 @@ class QueueGrantManager:
             _discard(self.channel_wait_table, channel_id, (group, mq))
         return waiters
 
-    def release_channel(self, channel_id: str) -> list[tuple[str, MessageQueue]]:
-        """The channel closed or expired: drop all its grants and waits; the (group, queue)
-        freed."""
-        for key in self.channel_wait_table.pop(channel_id, ()):
+    def release_channel(
+        self, channel_id: str, group: str | None = None
+    ) -> list[tuple[str, MessageQueue]]:
+        """The channel closed or expired (or, with ``group``, left that group): drop its grants
+        and waits (of that group); the (group, queue) freed."""
+        waits = self.channel_wait_table.get(channel_id, set())
+        for key in [k for k in waits if group is None or k[0] == group]:
             _discard(self.waiter_table, key, channel_id)
-        freed = sorted(self.channel_grant_table.get(channel_id, ()))
+            _discard(self.channel_wait_table, channel_id, key)
+        held = self.channel_grant_table.get(channel_id, ())
+        freed = sorted(k for k in held if group is None or k[0] == group)
         for group, mq in freed:
             grant = self.grant_table[group][mq]
             self._drop(grant)

@@ -26,6 +26,7 @@ class Broker:
     def __init__(self, failures: int = 0) -> None:
         self.failures = failures
         self.releases: list[list[tuple[int, int, int]]] = []
+        self.waits: list[int] = []  # each acquire's wait_millis
 
     async def channel_id_for(self, broker_name: str) -> str | None:
         return "ch1"
@@ -37,6 +38,7 @@ class Broker:
             self.failures -= 1
             raise ServiceNotAvailable("broker down")
         if method == "AcquireQueues":
+            self.waits.append(request.wait_millis)
             return broker_pb2.AcquireQueuesResponse(
                 granted=[
                     broker_pb2.QueueGrant(message_queue=m, epoch=7, committed_offset=3)
@@ -282,3 +284,16 @@ async def test_wake_ups_back_off_while_the_broker_stays_down(
     await fenced.retry_pending()
     assert not fenced.owes() and fenced._backoff == 0.01
     fenced.close()
+
+
+async def test_only_a_passs_own_acquire_waits_and_never_with_unsure_queues_aboard() -> None:
+    """A pass's acquire may wait at the broker for queues about to be let go; a retry does
+    not (it holds the table lock the next pass needs), nor does a request that also settles
+    unsure queues (it would take them from whoever waits for them)."""
+    broker = Broker()
+    fenced = FencedHandoff(broker, "G", acquire_wait_ms=800)
+    await fenced.acquire([Q0], wait=True)
+    await fenced.acquire([Q0])
+    fenced.unsure.add(Q1)
+    await fenced.acquire([Q0], wait=True)
+    assert broker.waits == [800, 0, 0]

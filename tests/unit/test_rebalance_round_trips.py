@@ -75,7 +75,9 @@ async def test_a_pull_expired_queue_is_asked_for_after_its_commit() -> None:
 class FencedOverlapping(Overlapping):
     """Fenced: the release of dropped queues waits until the new ones are asked for."""
 
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
+    async def acquire(
+        self, mqs: list[MessageQueue], *, wait: bool = False
+    ) -> dict[MessageQueue, tuple[int, int]]:
         self.order.append("acquire asked")
         self.asked.set()
         return {mq: (7, 0) for mq in mqs}
@@ -175,7 +177,9 @@ class GrantsThenNoOffsets(FailingRelease):
         super().__init__()
         self.answer = answer
 
-    async def acquire(self, mqs: list[MessageQueue]) -> dict[MessageQueue, tuple[int, int]]:
+    async def acquire(
+        self, mqs: list[MessageQueue], *, wait: bool = False
+    ) -> dict[MessageQueue, tuple[int, int]]:
         return {mq: (7, -1) for mq in mqs}
 
     async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]:
