@@ -139,7 +139,6 @@ class ConsumerCore:
                     self.wanted_queues,
                     owed=client.rebalance_immediately,
                     watch=watch,
-                    acquire_wait_ms=acquire_wait_ms,
                 )
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch
@@ -152,6 +151,7 @@ class ConsumerCore:
                 fenced=self.fenced is not None,
                 pull_max_idle_ms=pull_max_idle_ms,
                 epochs=epochs,
+                acquire_wait_ms=acquire_wait_ms,
             )
             self.rebalance_impl.subscription_inner = self.subscription_inner
             self.pull_api = PullAPIWrapper(client, self.consumer_group, self.client_id)
@@ -358,16 +358,16 @@ class ConsumerCore:
 
     # ---- the fenced handoff ----------------------------------------------------------------
     async def acquire(
-        self, mqs: list[MessageQueue], *, wait: bool = False
+        self, mqs: list[MessageQueue], *, wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]] | None:
         """Fenced: the broker's grants (epoch, committed offset) for ``mqs``; None when classic.
-        ``wait``: held queues may be waited for (``FencedHandoff.acquire_wait_ms``).
+        ``wait_ms``: how long the broker may wait for queues still held.
 
         ``FencedHandoff`` keeps each grant's epoch; the committed offset goes into the store.
         """
         if self.fenced is None or self.offset_store is None:
             return None
-        grants = await self.fenced.acquire(mqs, wait=wait)
+        grants = await self.fenced.acquire(mqs, wait_ms=wait_ms)
         for mq, (_, committed) in grants.items():
             # removeDirtyOffset, as the classic path does before it reads the stored offset: an
             # entry left from before (frozen by an offset reset that raced the queue's drop)
@@ -540,9 +540,9 @@ class RebalanceModeBase:
         return await self.impl.compute_pull_from_where_many(mqs)
 
     async def acquire(
-        self, mqs: list[MessageQueue], *, wait: bool = False
+        self, mqs: list[MessageQueue], *, wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]] | None:
-        return await self.impl.acquire(mqs, wait=wait)
+        return await self.impl.acquire(mqs, wait_ms=wait_ms)
 
     def abandon_grants(self, mqs: Iterable[MessageQueue]) -> None:
         """Fenced: grants a pass got but did not take (it failed first) are unsure: the next

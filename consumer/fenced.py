@@ -73,7 +73,6 @@ class FencedHandoff:
         owed: Callable[[], None] | None = None,
         *,
         watch: bool = False,
-        acquire_wait_ms: int = 0,
     ) -> None:
         self.client = client
         self.group = group
@@ -81,9 +80,6 @@ class FencedHandoff:
         # ``watching``, and the queue is parked, not pulled: ``PullMessageService.park``).
         self.watch = watch
         self.watching: set[MessageQueue] = set()
-        # How long an acquire may wait at the broker for a queue its holder is about to let
-        # go (granted to us in the same step): a denial costs a push and a second acquire.
-        self.acquire_wait_ms = acquire_wait_ms
         # Called when a release or an acquire's answer is lost: what is owed then is settled
         # only by a rebalance pass (``retry_pending``), which the consumer wakes. Left to the
         # 20 s periodic pass, a holder whose release timed out under load (its own queues all
@@ -106,16 +102,17 @@ class FencedHandoff:
         self._acquiring = asyncio.Lock()
 
     async def acquire(
-        self, mqs: list[MessageQueue], *, settle: Iterable[MessageQueue] = (), wait: bool = False
+        self, mqs: list[MessageQueue], *, settle: Iterable[MessageQueue] = (), wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]]:
         """Grants for ``mqs``: queue -> (epoch, committed offset or -1). Denied queues absent.
 
         The unsure queues of ``mqs``'s brokers ride along, but those the allocation still
         wants (their own pass asks for them), and those of ``settle``; those granted but not in
         ``mqs`` are released at once (with the final offset of a release still owed, else
-        committing nothing). ``wait``: a broker may hold the request ``acquire_wait_ms`` for
-        queues their holders are about to let go; not one asked for unsure queues too (it
-        would take them from whoever waits for them).
+        committing nothing). ``wait_ms``: a broker may hold the request that long for queues
+        their holders are about to let go (granted to us in the same step: a denial costs a
+        push and a second acquire); not one asked for unsure queues too (it would take them
+        from whoever waits for them).
         """
         async with self._acquiring:
             brokers = {mq.broker_name for mq in mqs}
@@ -134,7 +131,7 @@ class FencedHandoff:
             try:
                 results = await _each(
                     [
-                        self._acquire_one(b, q, wait=wait and extra_set.isdisjoint(q))
+                        self._acquire_one(b, q, wait_ms if extra_set.isdisjoint(q) else 0)
                         for b, q in by_broker.items()
                     ]
                 )
@@ -158,7 +155,7 @@ class FencedHandoff:
             return granted
 
     async def _acquire_one(
-        self, broker_name: str, mqs: list[MessageQueue], *, wait: bool = False
+        self, broker_name: str, mqs: list[MessageQueue], wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]]:
         channel_id = await self.client.channel_id_for(broker_name)
         if channel_id is None:
@@ -169,7 +166,7 @@ class FencedHandoff:
             channel_id=channel_id,
             mq_set=[mq.to_proto() for mq in mqs],
             watch=self.watch,
-            wait_millis=self.acquire_wait_ms if wait else 0,
+            wait_millis=wait_ms,
         )
         try:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)

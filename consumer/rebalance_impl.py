@@ -42,6 +42,12 @@ __all__ = ["RebalanceImpl", "RebalanceMode"]
 
 log = get_logger("aiorocketmq.consumer.rebalance")
 
+# Fenced: how long a retry's acquire may wait at the broker (a pass's waits acquire_wait_ms).
+# Retries come every 50 ms while a pass is unbalanced: without a wait, a group whose passes
+# ended unbalanced sent twenty acquires a second per consumer, and at 1,000 consumers that
+# storm slowed every change after it for minutes.
+RETRY_ACQUIRE_WAIT_MS = 250
+
 
 def _queue_order(mq: MessageQueue) -> tuple[str, str, int]:
     """RocketMQ's order of queues (topic, broker, id), as a key: sorting by it is several times
@@ -64,7 +70,7 @@ class RebalanceMode(Protocol):
     async def compute_pull_from_where_many(self, mqs: list[MessageQueue]) -> list[int]: ...
     async def lock(self, mq: MessageQueue) -> bool: ...
     async def acquire(
-        self, mqs: list[MessageQueue], *, wait: bool = False
+        self, mqs: list[MessageQueue], *, wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]] | None: ...
     def abandon_grants(self, mqs: Iterable[MessageQueue]) -> None: ...
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None: ...
@@ -104,6 +110,7 @@ class RebalanceImpl:
         pull_max_idle_ms: int = 120_000,
         new_process_queue: Callable[[], ProcessQueue] = ProcessQueue,
         epochs: dict[MessageQueue, int] | None = None,
+        acquire_wait_ms: int = 0,
     ) -> None:
         self.consumer_group = consumer_group
         self.message_model = message_model
@@ -113,6 +120,8 @@ class RebalanceImpl:
         self.fenced = fenced
         self.fenced_retry_ms = fenced_retry_ms
         self.fenced_retry_window_ms = fenced_retry_window_ms
+        # Fenced: how long a pass's acquire may wait at the broker for queues still held.
+        self.acquire_wait_ms = acquire_wait_ms
         self._acquire_tasks: dict[str, asyncio.Task[None]] = {}
         self.pull_max_idle_ms = pull_max_idle_ms
         self._new_pq = new_process_queue
@@ -265,7 +274,7 @@ class RebalanceImpl:
             result=sorted(str(mq) for mq in allocate_result_set),
         )
         changed = await self.update_process_queue_table_in_rebalance(
-            topic, allocate_result_set, need_lock=is_order, wait=True
+            topic, allocate_result_set, need_lock=is_order, wait_ms=self.acquire_wait_ms
         )
         if changed:
             log.info(
@@ -312,17 +321,18 @@ class RebalanceImpl:
 
     # ---- the table -------------------------------------------------------------------------
     async def update_process_queue_table_in_rebalance(
-        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool, wait: bool = False
+        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool, wait_ms: int = 0
     ) -> bool:
         """Drop what is no longer ours, create what is new; True when the table changed.
 
-        ``wait`` (a pass, fenced): the acquire may wait at the broker for queues their holders
-        are about to let go. Not the retries: they hold the table lock, which the next pass's
-        releases (that others may wait for) need.
+        ``wait_ms`` (fenced): how long the acquire may wait at the broker for queues their
+        holders are about to let go. A pass waits ``acquire_wait_ms``; a retry briefly
+        (``RETRY_ACQUIRE_WAIT_MS``: it holds the table lock, which the next pass needs); the
+        take-over after QueueReleased not at all (the queue is free).
         """
         async with self._table_lock:
             return await self._update_process_queue_table(
-                topic, mq_set, need_lock=need_lock, wait=wait
+                topic, mq_set, need_lock=need_lock, wait_ms=wait_ms
             )
 
     def _keep_acquiring(self, topic: str) -> None:
@@ -347,11 +357,12 @@ class RebalanceImpl:
                     return
                 missing = [mq for mq in allocated if mq not in self.process_queue_table]
                 if missing:
-                    await self.try_acquire_released(missing[0])
+                    wait_ms = min(self.acquire_wait_ms, RETRY_ACQUIRE_WAIT_MS)
+                    await self.try_acquire_released(missing[0], wait_ms=wait_ms)
 
         self._acquire_tasks[topic] = asyncio.create_task(again())
 
-    async def try_acquire_released(self, mq: MessageQueue) -> bool:
+    async def try_acquire_released(self, mq: MessageQueue, *, wait_ms: int = 0) -> bool:
         """Fenced: ``mq`` was released; take it now if our last allocation says it is ours."""
         allocated = self.allocation.get(mq.topic)
         if (
@@ -362,7 +373,7 @@ class RebalanceImpl:
         ):
             return False
         changed = await self.update_process_queue_table_in_rebalance(
-            mq.topic, allocated, need_lock=False
+            mq.topic, allocated, need_lock=False, wait_ms=wait_ms
         )
         if changed:
             await self.mode.message_queue_changed(
@@ -371,7 +382,7 @@ class RebalanceImpl:
         return changed
 
     async def _update_process_queue_table(
-        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool, wait: bool = False
+        self, topic: str, mq_set: set[MessageQueue], *, need_lock: bool, wait_ms: int = 0
     ) -> bool:
         """The body of ``update_process_queue_table_in_rebalance``.
 
@@ -408,7 +419,7 @@ class RebalanceImpl:
         early = [mq for mq in diff.to_add if mq not in self.process_queue_table]
         if drops and early and not need_lock and not diff.pull_expired:
             if fenced:
-                grants_ahead = asyncio.ensure_future(self.mode.acquire(early, wait=wait))
+                grants_ahead = asyncio.ensure_future(self.mode.acquire(early, wait_ms=wait_ms))
             else:
                 ahead = asyncio.ensure_future(self._start_offsets([(mq, 0, -1) for mq in early]))
         grants: dict[MessageQueue, tuple[int, int]] | None = None
@@ -439,7 +450,7 @@ class RebalanceImpl:
                 if grants_ahead is not None:
                     to_add, grants = early, await grants_ahead or {}
                 elif fenced and to_add:
-                    grants = await self.mode.acquire(to_add, wait=wait) or {}
+                    grants = await self.mode.acquire(to_add, wait_ms=wait_ms) or {}
                 candidates = await self._candidates(to_add, need_lock=need_lock, grants=grants)
                 offsets = await self._start_offsets(candidates)
             return self._add_queues(candidates, offsets) or changed

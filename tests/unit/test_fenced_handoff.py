@@ -286,14 +286,13 @@ async def test_wake_ups_back_off_while_the_broker_stays_down(
     fenced.close()
 
 
-async def test_only_a_passs_own_acquire_waits_and_never_with_unsure_queues_aboard() -> None:
-    """A pass's acquire may wait at the broker for queues about to be let go; a retry does
-    not (it holds the table lock the next pass needs), nor does a request that also settles
-    unsure queues (it would take them from whoever waits for them)."""
+async def test_an_acquire_waits_as_asked_but_never_with_unsure_queues_aboard() -> None:
+    """An acquire may wait at the broker for queues about to be let go, but not one that also
+    settles unsure queues (it would take them from whoever waits for them)."""
     broker = Broker()
-    fenced = FencedHandoff(broker, "G", acquire_wait_ms=800)
-    await fenced.acquire([Q0], wait=True)
+    fenced = FencedHandoff(broker, "G")
+    await fenced.acquire([Q0], wait_ms=800)
     await fenced.acquire([Q0])
     fenced.unsure.add(Q1)
-    await fenced.acquire([Q0], wait=True)
+    await fenced.acquire([Q0], wait_ms=800)
     assert broker.waits == [800, 0, 0]

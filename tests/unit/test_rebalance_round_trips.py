@@ -76,7 +76,7 @@ class FencedOverlapping(Overlapping):
     """Fenced: the release of dropped queues waits until the new ones are asked for."""
 
     async def acquire(
-        self, mqs: list[MessageQueue], *, wait: bool = False
+        self, mqs: list[MessageQueue], *, wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]]:
         self.order.append("acquire asked")
         self.asked.set()
@@ -86,7 +86,11 @@ class FencedOverlapping(Overlapping):
 async def fenced_rebalance(members: Members, mode: FencedOverlapping) -> RebalanceImpl:
     """A fenced consumer "b" that has passed once with members a and b: it holds 2 and 3."""
     impl = RebalanceImpl(
-        "g", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), members, mode,  # type: ignore[arg-type]
+        "g",
+        MessageModel.CLUSTERING,
+        AllocateMessageQueueAveragely(),
+        members,
+        mode,  # type: ignore[arg-type]
         fenced=True,
     )
     impl.subscription_inner[T] = ("*", 1)
@@ -178,7 +182,7 @@ class GrantsThenNoOffsets(FailingRelease):
         self.answer = answer
 
     async def acquire(
-        self, mqs: list[MessageQueue], *, wait: bool = False
+        self, mqs: list[MessageQueue], *, wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]]:
         return {mq: (7, -1) for mq in mqs}
 
@@ -195,7 +199,11 @@ async def test_grants_a_pass_cannot_start_are_left_unsure_not_held_in_silence() 
         members = Members("a", answer=["a"])
         mode = GrantsThenNoOffsets(answer)
         impl = RebalanceImpl(
-            "g", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(), members, mode,  # type: ignore[arg-type]
+            "g",
+            MessageModel.CLUSTERING,
+            AllocateMessageQueueAveragely(),
+            members,
+            mode,  # type: ignore[arg-type]
             fenced=True,
         )
         impl.subscription_inner[T] = ("*", 1)
