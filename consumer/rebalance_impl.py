@@ -43,9 +43,8 @@ __all__ = ["RebalanceImpl", "RebalanceMode"]
 log = get_logger("aiorocketmq.consumer.rebalance")
 
 # Fenced: how long a retry's acquire may wait at the broker (a pass's waits acquire_wait_ms).
-# Retries come every 50 ms while a pass is unbalanced: without a wait, a group whose passes
-# ended unbalanced sent twenty acquires a second per consumer, and at 1,000 consumers that
-# storm slowed every change after it for minutes.
+# Retries come every 50 ms while a pass is unbalanced: without a wait, each consumer whose pass
+# ended unbalanced sent twenty acquires a second for up to 3 s; with one, at most four.
 RETRY_ACQUIRE_WAIT_MS = 250
 
 
