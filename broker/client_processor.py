@@ -659,30 +659,26 @@ class ClientManageProcessor:
             pass
 
     # ---- watched queues --------------------------------------------------------------------
-    def watch_queue(
-        self,
-        group: str,
-        client_id: str,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        channel_id: str = "",
-    ) -> bool:
-        """A pull with ``watch`` found nothing: watch the queue from ``offset`` for the
-        client's channel (``channel_id``, else its first in the group) instead of being pulled
-        again; whether it is watched (the channel is open, and nothing came since)."""
-        if channel_id:
-            channel = self.channels.get(channel_id)
-            if channel is None or channel.client_id != client_id:
+    def watch_pull(self, request: broker_pb2.PullMessageRequest) -> bool:
+        """A pull with ``watch`` found nothing: watch its queue from its offset for the
+        client's channel (the pull's ``channel_id``, else the client's first in the group)
+        instead of being pulled again; whether it is watched (the channel is open, and
+        nothing came since)."""
+        group = request.consumer_group
+        if request.channel_id:
+            channel = self.channels.get(request.channel_id)
+            if channel is None or channel.client_id != request.client_id:
                 return False
         else:
-            info = self.consumer_manager.find_channel(group, client_id)
+            info = self.consumer_manager.find_channel(group, request.client_id)
             if info is None:
                 return False
             channel = info.channel
         if channel.protocol != "grpc" or channel.closed:
             return False
-        return self._watch(group, channel.channel_id, topic, queue_id, offset)
+        return self._watch(
+            group, channel.channel_id, request.topic, request.queue_id, request.queue_offset
+        )
 
     def _watch(self, group: str, channel_id: str, topic: str, queue_id: int, offset: int) -> bool:
         # Only at the queue's end: before it there is something to pull now, and past it (the

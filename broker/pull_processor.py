@@ -67,17 +67,10 @@ class EpochCheck(Protocol):
 
 
 class QueueWatcher(Protocol):
-    """Watch an idle queue for a client's channel (``queue_watch``); whether it is watched."""
+    """Watch the queue of a pull that found nothing, for its client's channel
+    (``queue_watch``); whether it is watched."""
 
-    def watch_queue(
-        self,
-        group: str,
-        client_id: str,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        channel_id: str = "",
-    ) -> bool: ...
+    def watch_pull(self, request: broker_pb2.PullMessageRequest) -> bool: ...
 
 
 class OffsetCommitter(Protocol):
@@ -335,14 +328,7 @@ class PullMessageProcessor:
                 if request.epoch:
                     mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
                     self.fences.check_epoch(request.consumer_group, mq, request.epoch)
-                response.watching = self.watcher.watch_queue(
-                    request.consumer_group,
-                    request.client_id,
-                    request.topic,
-                    request.queue_id,
-                    request.queue_offset,
-                    request.channel_id,
-                )
+                response.watching = self.watcher.watch_pull(request)
             except QueueFenced:
                 pass
         if status == broker_pb2.FOUND:

@@ -4,6 +4,8 @@ their renewal timer; a wake-up that came first is kept for the park that follows
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from aiorocketmq.consumer.process_queue import ProcessQueue
 from aiorocketmq.consumer.pull_message_service import PullMessageService, PullRequest
@@ -13,7 +15,9 @@ MQ_A = MessageQueue("T", "broker-a", 0)
 MQ_B = MessageQueue("T", "broker-b", 0)
 
 
-def _service() -> tuple[PullMessageService, list[MessageQueue]]:
+@asynccontextmanager
+async def _running() -> AsyncIterator[tuple[PullMessageService, list[MessageQueue]]]:
+    """A started service whose pulls only record their queue, shut down after."""
     pulled: list[MessageQueue] = []
 
     async def handler(request: PullRequest) -> None:
@@ -21,7 +25,10 @@ def _service() -> tuple[PullMessageService, list[MessageQueue]]:
 
     service = PullMessageService(lambda group: handler)
     service.start()
-    return service, pulled
+    try:
+        yield service, pulled
+    finally:
+        await service.shutdown()
 
 
 def _request(mq: MessageQueue) -> PullRequest:
@@ -34,21 +41,17 @@ async def _turns() -> None:
 
 
 async def test_a_parked_request_is_pulled_when_its_queue_is_woken() -> None:
-    service, pulled = _service()
-    try:
+    async with _running() as (service, pulled):
         service.park(_request(MQ_A), 60_000)
         await _turns()
         assert pulled == [] and service.is_parked("g", MQ_A)
         assert service.wake("g", MQ_A)
         await _turns()
         assert pulled == [MQ_A] and not service.is_parked("g", MQ_A)
-    finally:
-        await service.shutdown()
 
 
 async def test_a_wake_up_before_the_park_is_kept_for_it() -> None:
-    service, pulled = _service()
-    try:
+    async with _running() as (service, pulled):
         assert not service.wake("g", MQ_A)  # the push outran the acquire's answer
         service.park(_request(MQ_A), 60_000)
         await _turns()
@@ -56,39 +59,30 @@ async def test_a_wake_up_before_the_park_is_kept_for_it() -> None:
         service.park(_request(MQ_A), 60_000)  # used up: the next park waits
         await _turns()
         assert pulled == [MQ_A] and service.is_parked("g", MQ_A)
-    finally:
-        await service.shutdown()
 
 
 async def test_a_new_channel_wakes_the_parked_queues_of_its_broker_only() -> None:
-    service, pulled = _service()
-    try:
+    async with _running() as (service, pulled):
         service.park(_request(MQ_A), 60_000)
         service.park(_request(MQ_B), 60_000)
         assert service.wake_broker("broker-a") == 1
         await _turns()
         assert pulled == [MQ_A] and service.is_parked("g", MQ_B)
-    finally:
-        await service.shutdown()
 
 
 async def test_a_parked_request_is_pulled_anyway_when_its_renewal_comes() -> None:
-    service, pulled = _service()
-    try:
+    async with _running() as (service, pulled):
         service.park(_request(MQ_A), 40)  # 30 to 40 ms
         await asyncio.sleep(0.02)
         assert pulled == []
         await asyncio.sleep(0.05)
         assert pulled == [MQ_A] and not service.is_parked("g", MQ_A)
-    finally:
-        await service.shutdown()
 
 
 async def test_a_dropped_queues_parked_request_does_not_take_the_wake_up_of_its_successor() -> None:
     """A queue dropped and taken again: the old request still parked must not use up the
     wake-up that the new request, parked after it, is waiting for."""
-    service, pulled = _service()
-    try:
+    async with _running() as (service, pulled):
         old = _request(MQ_A)
         service.park(old, 60_000)
         old.process_queue.dropped = True
@@ -100,18 +94,13 @@ async def test_a_dropped_queues_parked_request_does_not_take_the_wake_up_of_its_
         service.park(dropped, 60_000)
         dropped.process_queue.dropped = True
         assert service.wake_broker("broker-b") == 0
-    finally:
-        await service.shutdown()
 
 
 async def test_an_early_wake_up_below_the_parked_offset_is_spent_on_nothing() -> None:
-    service, pulled = _service()
-    try:
+    async with _running() as (service, pulled):
         service.wake("g", MQ_A, 3)  # messages up to offset 3, which the request is past
         request = _request(MQ_A)
         request.next_offset = 3
         service.park(request, 60_000)
         await _turns()
         assert pulled == [] and service.is_parked("g", MQ_A)
-    finally:
-        await service.shutdown()
