@@ -89,6 +89,9 @@ class _HeldAcquire:
     waiting: set[MessageQueue]
     handed: list[tuple[MessageQueue, int]] = field(default_factory=list)
     wake: asyncio.Future[None] | None = None
+    # Its consumer left the group (UNREGISTER_CLIENT): answered now, with no grant (they were
+    # let go with the rest of the consumer's).
+    ended: bool = False
 
 
 def _now_ms() -> int:
@@ -501,19 +504,20 @@ class ClientManageProcessor:
             request.channel_id,
             set(self._queues([d.message_queue for d in response.denied])),
         )
-        for mq in held.waiting:
+        asked = frozenset(held.waiting)
+        for mq in asked:
             self._held_acquires.setdefault((group, mq), []).append(held)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         try:
-            while held.waiting and (left := deadline - loop.time()) > 0:
+            while held.waiting and not held.ended and (left := deadline - loop.time()) > 0:
                 held.wake = loop.create_future()
                 try:
                     await asyncio.wait_for(held.wake, left)
                 except TimeoutError:
                     break
         finally:
-            for mq in held.waiting:
+            for mq in asked:
                 waiting = self._held_acquires.get((group, mq))
                 if waiting is not None and held in waiting:
                     waiting.remove(held)
@@ -521,6 +525,8 @@ class ClientManageProcessor:
                         del self._held_acquires[(group, mq)]
         # The channel closed meanwhile: what it was granted went with it (``_channel_gone``).
         self._channel(request.channel_id, request.client_id)
+        if held.ended:
+            return broker_pb2.AcquireQueuesResponse()
         answer = broker_pb2.AcquireQueuesResponse(granted=response.granted)
         for mq, epoch in held.handed:
             self._add_grant(answer, request, mq, epoch)
@@ -545,7 +551,7 @@ class ClientManageProcessor:
             if g != group:
                 continue
             for held in [h for h in waiting if h.channel_id == channel_id]:
-                held.waiting.clear()
+                held.ended = True
                 if held.wake is not None and not held.wake.done():
                     held.wake.set_result(None)
 
@@ -557,7 +563,7 @@ class ClientManageProcessor:
         while waiting:
             held = waiting.pop()
             channel = self.channels.get(held.channel_id)
-            if channel is None or channel.closed or mq not in held.waiting:
+            if channel is None or channel.closed or held.ended or mq not in held.waiting:
                 continue
             result = self.grants.acquire(group, held.client_id, held.channel_id, [mq])
             if not result.granted:  # not free after all: its waiters are told, as before

@@ -641,3 +641,31 @@ async def test_a_watched_grant_wakes_once_and_ends_with_its_release_or_its_consu
             timeout=3,
         )
         assert len(watches) == 0
+
+
+async def test_a_consumer_leaving_while_its_acquire_waits_is_answered_with_nothing(
+    tmp_path: Path,
+) -> None:
+    """UNREGISTER_CLIENT ends the consumer's waiting acquires in the group at once, with no
+    grant (what it held, or was granted at once, was let go with the rest), and leaves no
+    waiting acquire or watch behind."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        holder, leaving = await cs.join("holder"), await cs.join("leaving")
+        free, held = mq(TOPIC, 1), mq(TOPIC, 2)
+        assert (await holder.acquire(G, [held])).granted
+        (g,) = (await leaving.acquire(G, [free])).granted
+        await leaving.release(G, free, g.epoch, final_offset=0)  # committed at its end
+        waiting = asyncio.ensure_future(leaving.acquire(G, [free, held], wait_ms=1_500, watch=True))
+        await asyncio.sleep(0.2)
+        processor = cluster.broker("broker-a").client
+        assert len(processor.watches) == 1  # the free queue, granted at once and watched
+        await leaving.stub.UnregisterClient(
+            broker_pb2.UnregisterClientRequest(
+                channel_id=leaving.channel_id, client_id=leaving.client_id, consumer_group=G
+            ),
+            timeout=3,
+        )
+        answer = await asyncio.wait_for(waiting, 1.0)
+        assert not answer.granted and not answer.denied
+        assert len(processor.watches) == 0 and not processor._held_acquires
+        assert (await holder.acquire(G, [free])).granted  # let go: free for anyone
