@@ -530,7 +530,9 @@ class ClientManageProcessor:
         answer = broker_pb2.AcquireQueuesResponse(granted=response.granted)
         for mq, epoch in held.handed:
             self._add_grant(answer, request, mq, epoch)
-        for mq in sorted(held.waiting):  # still held: by whom now
+        # Still held (every let-go of a queue we wait for hands it to a waiting acquire, so none
+        # is free here): denied, naming the holder now.
+        for mq in sorted(held.waiting):
             grant = self.grants.holder(group, mq)
             if grant is not None:
                 answer.denied.add(
@@ -538,11 +540,6 @@ class ClientManageProcessor:
                     holder_client_id=grant.client_id,
                     epoch=grant.epoch,
                 )
-            else:  # let go to nobody waiting here (our channel was busy): ask it now
-                for mq_, epoch in self.grants.acquire(
-                    group, request.client_id, request.channel_id, [mq]
-                ).granted:
-                    self._add_grant(answer, request, mq_, epoch)
         return answer
 
     def _end_held_acquires(self, channel_id: str, group: str) -> None:

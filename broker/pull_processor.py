@@ -191,6 +191,13 @@ class PullMessageProcessor:
                 f"and {request.max_wait_millis}"
             )
 
+    def _check_epoch(self, request: broker_pb2.PullMessageRequest) -> None:
+        """Fenced handoff: ``QueueFenced`` unless the pull's epoch (when it has one) is its
+        queue's current one."""
+        if request.epoch:
+            mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
+            self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+
     def _hold_timeout_ms(self, request: broker_pb2.PullMessageRequest) -> int:
         """The longest a pull is held, its minimum's wait included."""
         if self.config.long_polling_enable:
@@ -258,9 +265,7 @@ class PullMessageProcessor:
         ``holder``'s, when given: see ``PullRequestHoldService.release``)."""
         self._validate(request)
         expression = self._expression(request)
-        if request.epoch:
-            mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
-            self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+        self._check_epoch(request)
         moved = self._moved_by_reset(request)
         if moved is not None:
             return moved
@@ -306,9 +311,7 @@ class PullMessageProcessor:
                 if moved is not None:
                     return moved
         if want or wake in (Wake.ARRIVED, Wake.RELEASED):
-            if request.epoch:  # the queue may have moved while we waited
-                mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
-                self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+            self._check_epoch(request)  # the queue may have moved while we waited
             status, result = self._read(request, expression)
         self.pull_offset_table[(request.consumer_group, request.topic, request.queue_id)] = (
             result.next_begin_offset
@@ -325,9 +328,7 @@ class PullMessageProcessor:
             # Held the whole timeout for nothing: watched from here on, not pulled again; not
             # when the queue moved on meanwhile (its new owner watches it, if anyone).
             try:
-                if request.epoch:
-                    mq = MessageQueue(request.topic, self.config.broker_name, request.queue_id)
-                    self.fences.check_epoch(request.consumer_group, mq, request.epoch)
+                self._check_epoch(request)
                 response.watching = self.watcher.watch_pull(request)
             except QueueFenced:
                 pass

@@ -52,18 +52,12 @@ class QueueWatches:
             return []
         woken = [key for key, offset in watchers.items() if offset < max_offset]
         for group, channel_id in woken:
-            del watchers[(group, channel_id)]
-            self._discard_channel_entry(channel_id, (topic, queue_id, group))
-        if not watchers:
-            del self._by_queue[(topic, queue_id)]
+            self.forget(topic, queue_id, group, channel_id)
         return woken
 
     def forget(self, topic: str, queue_id: int, group: str, channel_id: str) -> None:
         """End one watch (its client released the queue)."""
-        watchers = self._by_queue.get((topic, queue_id))
-        if watchers is not None and watchers.pop((group, channel_id), None) is not None:
-            if not watchers:
-                del self._by_queue[(topic, queue_id)]
+        if self._unwatch_queue(topic, queue_id, group, channel_id):
             self._discard_channel_entry(channel_id, (topic, queue_id, group))
 
     def forget_group(self, channel_id: str, group: str) -> int:
@@ -85,12 +79,18 @@ class QueueWatches:
         """End every watch of a closed channel; how many there were."""
         entries = self._by_channel.pop(channel_id, set())
         for topic, queue_id, group in entries:
-            watchers = self._by_queue.get((topic, queue_id))
-            if watchers is not None:
-                watchers.pop((group, channel_id), None)
-                if not watchers:
-                    del self._by_queue[(topic, queue_id)]
+            self._unwatch_queue(topic, queue_id, group, channel_id)
         return len(entries)
+
+    def _unwatch_queue(self, topic: str, queue_id: int, group: str, channel_id: str) -> bool:
+        """Take the watch out of its queue's table (the queue's out once empty); whether it
+        was there."""
+        watchers = self._by_queue.get((topic, queue_id))
+        if watchers is None or watchers.pop((group, channel_id), None) is None:
+            return False
+        if not watchers:
+            del self._by_queue[(topic, queue_id)]
+        return True
 
     def _discard_channel_entry(self, channel_id: str, entry: tuple[str, int, str]) -> None:
         entries = self._by_channel.get(channel_id)
