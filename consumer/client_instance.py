@@ -125,12 +125,20 @@ class MQClientInstance:
             "route-poll",
         )
         self._spawn(
-            self._every(1_000, cfg.heartbeat_broker_interval_ms, self.send_heartbeat_to_all_broker),
+            self._every(
+                1_000,
+                cfg.heartbeat_broker_interval_ms,
+                self.send_heartbeat_to_all_broker,
+                spread=True,
+            ),
             "heartbeat",
         )
         self._spawn(
             self._every(
-                10_000, cfg.persist_consumer_offset_interval_ms, self.persist_all_consumer_offset
+                10_000,
+                cfg.persist_consumer_offset_interval_ms,
+                self.persist_all_consumer_offset,
+                spread=True,
             ),
             "persist-offset",
         )
@@ -165,8 +173,19 @@ class MQClientInstance:
         self._tasks.add(task)
 
     async def _every(
-        self, initial_ms: int, period_ms: int, action: Callable[[], Awaitable[Any]]
+        self,
+        initial_ms: int,
+        period_ms: int,
+        action: Callable[[], Awaitable[Any]],
+        *,
+        spread: bool = False,
     ) -> None:
+        """Run ``action`` after ``initial_ms``, then every ``period_ms``. ``spread``: the first
+        run comes up to one period later, at random (ours): a thousand clients started together
+        then heartbeat and commit spread over the period, not in one wave a period that lands
+        on a rebalance (4,000 heartbeats at once, at 1,000 consumers on four brokers)."""
+        if spread:
+            initial_ms += int(random.uniform(0, period_ms))
         await asyncio.sleep(initial_ms / 1000)
         while True:
             try:
@@ -258,6 +277,7 @@ class MQClientInstance:
             else sorted({t for c in self.consumer_table.values() for t in c.subscribed_topics()})
         )
         changed_any = False
+        grown: set[str] = set()  # brokers of routes that changed (not first read)
         async with self._route_lock:
             for t in topics:
                 try:
@@ -269,6 +289,8 @@ class MQClientInstance:
                 if old is not None and _route_key(old) == _route_key(route):
                     continue
                 changed_any = True
+                if old is not None:
+                    grown.update(bd.broker_name for bd in route.broker_datas)
                 self.topic_route_table[t] = route
                 for bd in route.broker_datas:
                     self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
@@ -277,6 +299,11 @@ class MQClientInstance:
                     if t in consumer.subscribed_topics():
                         consumer.update_topic_subscribe_info(t, mqs)
                 log.info("topic route changed", topic=t, queues=len(mqs))
+        if grown and self.running and self.consumer_table and self.heartbeat_missing(grown):
+            # Ours: a broker new in a route (back from a restart our client started during,
+            # or added) hears from us now; RocketMQ waits for the next 30 s heartbeat, and
+            # until then that broker lists none of our consumers.
+            self._spawn_side_task(self._heartbeat_in_background())
         return changed_any
 
     def _retry_topics(self) -> set[str]:
@@ -714,7 +741,8 @@ class MQClientInstance:
             return sent
 
     async def _heartbeat_in_background(self) -> None:
-        """The round asked for while a caller's two rounds ran (nobody waits for it)."""
+        """A round nobody waits for (asked while a caller's two rounds ran, or for a broker
+        new in the routes)."""
         await self.send_heartbeat_to_all_broker()
 
 
