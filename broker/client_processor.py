@@ -14,7 +14,7 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -443,17 +443,23 @@ class ClientManageProcessor:
         return broker_pb2.UnlockBatchResponse()
 
     def acquire_queues(
-        self, request: broker_pb2.AcquireQueuesRequest
+        self, request: broker_pb2.AcquireQueuesRequest, peer: str = ""
     ) -> broker_pb2.AcquireQueuesResponse:
+        """Grant what is free of ``mq_set``; the releases riding along (``releases``) first."""
         check_group(request.consumer_group)
         self._channel(request.channel_id, request.client_id)
         mqs = self._queues(list(request.mq_set))
+        released = (
+            self._release(request.consumer_group, request.client_id, request.releases, peer)
+            if request.releases
+            else []
+        )
         result = self.grants.acquire(
             request.consumer_group, request.client_id, request.channel_id, mqs
         )
         self.grants_given += len(result.granted)
         self.grants_denied += len(result.denied)
-        response = broker_pb2.AcquireQueuesResponse()
+        response = broker_pb2.AcquireQueuesResponse(released=[mq.to_proto() for mq in released])
         for mq, epoch in result.granted:
             self._add_grant(response, request, mq, epoch)
         for mq, holder, epoch in result.denied:
@@ -479,7 +485,10 @@ class ClientManageProcessor:
         )
 
     async def acquire_queues_waiting(
-        self, request: broker_pb2.AcquireQueuesRequest, time_remaining: float | None = None
+        self,
+        request: broker_pb2.AcquireQueuesRequest,
+        time_remaining: float | None = None,
+        peer: str = "",
     ) -> broker_pb2.AcquireQueuesResponse:
         """``acquire_queues``; then, up to ``wait_millis``, each denied queue is granted to this
         request the moment its holder lets it go (``_let_go``), and the answer comes once none
@@ -492,7 +501,7 @@ class ClientManageProcessor:
         request asking under an allocation that has moved on costs its pass that much at most,
         and ends half a second before the call's deadline (``time_remaining``, s).
         """
-        response = self.acquire_queues(request)
+        response = self.acquire_queues(request, peer)
         wait_s = min(request.wait_millis, MAX_ACQUIRE_WAIT_MS) / 1000
         if time_remaining is not None:
             wait_s = min(wait_s, time_remaining - ACQUIRE_ANSWER_MARGIN_S)
@@ -526,8 +535,10 @@ class ClientManageProcessor:
         # The channel closed meanwhile: what it was granted went with it (``_channel_gone``).
         self._channel(request.channel_id, request.client_id)
         if held.ended:
-            return broker_pb2.AcquireQueuesResponse()
-        answer = broker_pb2.AcquireQueuesResponse(granted=response.granted)
+            return broker_pb2.AcquireQueuesResponse(released=response.released)
+        answer = broker_pb2.AcquireQueuesResponse(
+            granted=response.granted, released=response.released
+        )
         for mq, epoch in held.handed:
             self._add_grant(answer, request, mq, epoch)
         # Still held (every let-go of a queue we wait for hands it to a waiting acquire, so none
@@ -580,11 +591,18 @@ class ClientManageProcessor:
         self, request: broker_pb2.ReleaseQueuesRequest, peer: str
     ) -> broker_pb2.ReleaseQueuesResponse:
         check_group(request.consumer_group)
-        group = request.consumer_group
+        released = self._release(request.consumer_group, request.client_id, request.releases, peer)
+        return broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
+
+    def _release(
+        self, group: str, client_id: str, releases: Sequence[broker_pb2.QueueRelease], peer: str
+    ) -> list[MessageQueue]:
+        """Release ``client_id``'s grants presented in ``releases`` (epoch and final offset,
+        committed with it); each queue let go is handed on (``_let_go``). The queues released."""
         finals: dict[MessageQueue, int] = {}
         pairs = []
-        mqs = self._queues([r.message_queue for r in request.releases])
-        for mq, r in zip(mqs, request.releases, strict=True):
+        mqs = self._queues([r.message_queue for r in releases])
+        for mq, r in zip(mqs, releases, strict=True):
             finals[mq] = r.final_offset
             pairs.append((mq, r.epoch))
 
@@ -593,11 +611,11 @@ class ClientManageProcessor:
                 self.offsets.commit_offset(peer, group, mq.topic, mq.queue_id, finals[mq])
 
         holders = {mq: grant.channel_id for mq in mqs if (grant := self.grants.holder(group, mq))}
-        released = self.grants.release(group, request.client_id, pairs, commit=commit_final)
+        released = self.grants.release(group, client_id, pairs, commit=commit_final)
         for mq in released:
             self.watches.forget(mq.topic, mq.queue_id, group, holders.get(mq, ""))
             self._let_go(group, mq)
-        return broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
+        return released
 
     def _channel_gone(self, channel_id: str) -> None:
         """A channel closed or expired: its grants are let go, its watches end."""

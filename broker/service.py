@@ -95,7 +95,9 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     async def AcquireQueues(
         self, request: broker_pb2.AcquireQueuesRequest, context: Ctx
     ) -> broker_pb2.AcquireQueuesResponse:
-        response = await self.b.client.acquire_queues_waiting(request, context.time_remaining())
+        response = await self.b.client.acquire_queues_waiting(
+            request, context.time_remaining(), context.peer()
+        )
         await self.b.client.grants_durable()  # before the answer: a grant survives a crash
         return response
 

@@ -550,6 +550,16 @@ class RebalanceModeBase:
         if self.impl.fenced is not None:
             self.impl.fenced.abandon(mqs)
 
+    def pair_releases(self, brokers: Iterable[str]) -> None:
+        """Fenced: the pass's next release to each of ``brokers`` rides with its acquire there
+        (``FencedHandoff.pair``)."""
+        if self.impl.fenced is not None:
+            self.impl.fenced.pair(brokers)
+
+    def unpair_releases(self) -> None:
+        if self.impl.fenced is not None:
+            self.impl.fenced.unpair()
+
     def handoff_owed(self) -> bool:
         """Fenced: a release still owed or a grant unsure. The pass then does not count as
         balanced (the client does not report the group settled, and a notification of the same

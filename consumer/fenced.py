@@ -29,13 +29,16 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Coroutine, Iterable, Set
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
 from aiorocketmq.protocol.message_queue import MessageQueue
-from aiorocketmq.protocol.v1 import broker_pb2
+from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from aiorocketmq.trace import tracer
+
+if TYPE_CHECKING:
+    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 __all__ = ["FencedHandoff"]
 
@@ -100,6 +103,9 @@ class FencedHandoff:
         self.unsure: set[MessageQueue] = set()
         # One acquire at a time: an unsure queue's answer must not race a pass wanting it.
         self._acquiring = asyncio.Lock()
+        # Brokers whose next release rides with the acquire sent there (``pair``): the release
+        # puts its items here, the acquire sends both in one request and answers the release.
+        self._riders: dict[str, asyncio.Future[_Ride | None]] = {}
 
     async def acquire(
         self, mqs: list[MessageQueue], *, settle: Iterable[MessageQueue] = (), wait_ms: int = 0
@@ -154,11 +160,44 @@ class FencedHandoff:
                 await self.release(strays)
             return granted
 
+    def pair(self, brokers: Iterable[str]) -> None:
+        """A pass that gives queues away and takes others on these brokers: the next release
+        to each rides with the acquire sent there, one request rather than two (at 1,000
+        consumers under AVG, 900 requests fewer per join). Only when the release comes at once
+        (no batch in flight to drain): the acquire waits for it. ``unpair`` ends it."""
+        loop = asyncio.get_running_loop()
+        for broker_name in brokers:
+            self._riders.setdefault(broker_name, loop.create_future())
+
+    def unpair(self) -> None:
+        """The pass's releases are done: an acquire still waiting for one goes alone."""
+        for rider in self._riders.values():
+            if not rider.done():
+                rider.set_result(None)
+        self._riders.clear()
+
+    async def _take_ride(self, broker_name: str) -> _Ride | None:
+        """The release paired with this acquire, once the pass hands it over (or None)."""
+        rider = self._riders.get(broker_name)
+        if rider is None:
+            return None
+        try:
+            ride = await rider
+        except asyncio.CancelledError:
+            raise  # the rider is cancelled with us: the release goes alone
+        if ride is None or ride.taken:
+            return None
+        ride.taken = True
+        return ride
+
     async def _acquire_one(
         self, broker_name: str, mqs: list[MessageQueue], wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]]:
+        ride = await self._take_ride(broker_name)
         channel_id = await self.client.channel_id_for(broker_name)
         if channel_id is None:
+            if ride is not None:
+                ride.decline()
             return {}
         request = broker_pb2.AcquireQueuesRequest(
             consumer_group=self.group,
@@ -168,15 +207,25 @@ class FencedHandoff:
             watch=self.watch,
             wait_millis=wait_ms,
         )
+        if ride is not None:
+            self._add_releases(request.releases, ride.items)
         try:
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
         except MQError as e:
             log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
+            if ride is not None:
+                ride.answer(self._release_failed(broker_name, ride.items, e))
             if isinstance(e, ServiceNotAvailable):  # no answer: the broker may have granted them
                 self.unsure.update(mqs)
                 self._owe()
             return {}
+        except asyncio.CancelledError:
+            if ride is not None:  # perhaps sent, perhaps not: owed, retried before the next pass
+                ride.answer(self._release_failed(broker_name, ride.items, None))
+            raise
         assert isinstance(response, broker_pb2.AcquireQueuesResponse)
+        if ride is not None:
+            ride.answer(self._release_answered(ride.items, response.released))
         self.unsure.difference_update(mqs)  # answered: granted or denied, we know which
         self._answered()
         granted = {}
@@ -281,13 +330,31 @@ class FencedHandoff:
     async def _release_one(
         self, broker_name: str, items: list[tuple[MessageQueue, int, int]]
     ) -> set[MessageQueue]:
+        rider = self._riders.get(broker_name)
+        if rider is not None and not rider.done():  # an acquire there takes it along
+            ride = _Ride(items)
+            rider.set_result(ride)
+            released = await ride.answered
+            if released is not None:
+                return released
         request = broker_pb2.ReleaseQueuesRequest(
             consumer_group=self.group, client_id=self.client.client_id
         )
+        self._add_releases(request.releases, items)
+        try:
+            response = await self.client.invoke_broker(broker_name, "ReleaseQueues", request)
+        except MQError as e:
+            return self._release_failed(broker_name, items, e)
+        assert isinstance(response, broker_pb2.ReleaseQueuesResponse)
+        return self._release_answered(items, response.released)
+
+    def _add_releases(
+        self,
+        releases: RepeatedCompositeFieldContainer[broker_pb2.QueueRelease],
+        items: list[tuple[MessageQueue, int, int]],
+    ) -> None:
         for mq, epoch, final_offset in items:
-            request.releases.add(
-                message_queue=mq.to_proto(), epoch=epoch, final_offset=final_offset
-            )
+            releases.add(message_queue=mq.to_proto(), epoch=epoch, final_offset=final_offset)
             # Our holding ends here: nothing is pulled or consumed any more. Recorded before the
             # call because the broker may hand the queue on before its answer reaches us.
             tracer.record(
@@ -298,24 +365,32 @@ class FencedHandoff:
                 epoch=epoch,
                 offset=final_offset,
             )
-        try:
-            response = await self.client.invoke_broker(broker_name, "ReleaseQueues", request)
-        except MQError as e:
-            log.warning(
-                "release queues failed, retried before the next rebalance",
-                group=self.group,
-                broker=broker_name,
-                error=str(e),
-            )
-            for mq, epoch, final_offset in items:
-                self.pending[mq] = (epoch, final_offset)
-            self._owe()
-            return set()
-        assert isinstance(response, broker_pb2.ReleaseQueuesResponse)
+
+    def _release_failed(
+        self, broker_name: str, items: list[tuple[MessageQueue, int, int]], error: MQError | None
+    ) -> set[MessageQueue]:
+        """No answer to a release (``error`` None: abandoned): owed, sent again before the next
+        pass; meanwhile the broker still counts us as the holder."""
+        log.warning(
+            "release queues failed, retried before the next rebalance",
+            group=self.group,
+            broker=broker_name,
+            error=str(error) if error is not None else "abandoned",
+        )
+        for mq, epoch, final_offset in items:
+            self.pending[mq] = (epoch, final_offset)
+        self._owe()
+        return set()
+
+    def _release_answered(
+        self,
+        items: list[tuple[MessageQueue, int, int]],
+        answer: Iterable[common_pb2.MessageQueue],
+    ) -> set[MessageQueue]:
         for mq, _, _ in items:
             self.pending.pop(mq, None)  # answered: released, or refused as no longer ours
         self._answered()
-        released = {MessageQueue.from_proto(m) for m in response.released}
+        released = {MessageQueue.from_proto(m) for m in answer}
         for mq, epoch, final_offset in items:
             if mq in released:
                 tracer.record(
@@ -327,6 +402,26 @@ class FencedHandoff:
                     offset=final_offset,
                 )
         return released
+
+
+class _Ride:
+    """A release handed to the acquire going to its broker (``FencedHandoff.pair``)."""
+
+    def __init__(self, items: list[tuple[MessageQueue, int, int]]) -> None:
+        self.items = items
+        self.taken = False  # by one acquire: another to the same broker goes without it
+        # The queues released; None: declined (no channel), the release goes alone.
+        self.answered: asyncio.Future[set[MessageQueue] | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+    def answer(self, released: set[MessageQueue]) -> None:
+        if not self.answered.done():  # the releasing pass may have been cancelled meanwhile
+            self.answered.set_result(released)
+
+    def decline(self) -> None:
+        if not self.answered.done():
+            self.answered.set_result(None)
 
 
 async def _each(calls: list[Coroutine[Any, Any, T]]) -> list[T]:

@@ -72,6 +72,8 @@ class RebalanceMode(Protocol):
         self, mqs: list[MessageQueue], *, wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]] | None: ...
     def abandon_grants(self, mqs: Iterable[MessageQueue]) -> None: ...
+    def pair_releases(self, brokers: Iterable[str]) -> None: ...
+    def unpair_releases(self) -> None: ...
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None: ...
     async def message_queue_changed(
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
@@ -418,12 +420,20 @@ class RebalanceImpl:
         early = [mq for mq in diff.to_add if mq not in self.process_queue_table]
         if drops and early and not need_lock and not diff.pull_expired:
             if fenced:
+                if not any(pq.inflight for _, pq in drops):
+                    # The releases come at once (nothing to drain): each rides with the
+                    # acquire to its broker, one request rather than two.
+                    self.mode.pair_releases(
+                        {mq.broker_name for mq, _ in drops} & {mq.broker_name for mq in early}
+                    )
                 grants_ahead = asyncio.ensure_future(self.mode.acquire(early, wait_ms=wait_ms))
             else:
                 ahead = asyncio.ensure_future(self._start_offsets([(mq, 0, -1) for mq in early]))
         grants: dict[MessageQueue, tuple[int, int]] | None = None
         try:
             removed = await self.mode.remove_unnecessary_message_queues(drops) if drops else []
+            if grants_ahead is not None:
+                self.mode.unpair_releases()  # an acquire no release rode with goes alone
             for (mq, _), ok in zip(drops, removed, strict=True):
                 if not ok:
                     continue  # an orderly queue whose unlock failed stays, marked dropped
@@ -454,6 +464,8 @@ class RebalanceImpl:
                 offsets = await self._start_offsets(candidates)
             return self._add_queues(candidates, offsets) or changed
         finally:
+            if grants_ahead is not None:
+                self.mode.unpair_releases()
             for future in (ahead, grants_ahead):
                 if future is not None and not future.done():
                     future.cancel()  # the pass failed first (an abandoned acquire: unsure)

@@ -207,20 +207,22 @@ class UnlockBatchResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class AcquireQueuesRequest(_message.Message):
-    __slots__ = ("consumer_group", "client_id", "channel_id", "mq_set", "watch", "wait_millis")
+    __slots__ = ("consumer_group", "client_id", "channel_id", "mq_set", "watch", "wait_millis", "releases")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     MQ_SET_FIELD_NUMBER: _ClassVar[int]
     WATCH_FIELD_NUMBER: _ClassVar[int]
     WAIT_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    RELEASES_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     client_id: str
     channel_id: str
     mq_set: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
     watch: bool
     wait_millis: int
-    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ..., watch: _Optional[bool] = ..., wait_millis: _Optional[int] = ...) -> None: ...
+    releases: _containers.RepeatedCompositeFieldContainer[QueueRelease]
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., mq_set: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ..., watch: _Optional[bool] = ..., wait_millis: _Optional[int] = ..., releases: _Optional[_Iterable[_Union[QueueRelease, _Mapping]]] = ...) -> None: ...
 
 class QueueGrant(_message.Message):
     __slots__ = ("message_queue", "epoch", "committed_offset", "watching")
@@ -245,12 +247,14 @@ class QueueDenied(_message.Message):
     def __init__(self, message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., holder_client_id: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class AcquireQueuesResponse(_message.Message):
-    __slots__ = ("granted", "denied")
+    __slots__ = ("granted", "denied", "released")
     GRANTED_FIELD_NUMBER: _ClassVar[int]
     DENIED_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
     granted: _containers.RepeatedCompositeFieldContainer[QueueGrant]
     denied: _containers.RepeatedCompositeFieldContainer[QueueDenied]
-    def __init__(self, granted: _Optional[_Iterable[_Union[QueueGrant, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[QueueDenied, _Mapping]]] = ...) -> None: ...
+    released: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
+    def __init__(self, granted: _Optional[_Iterable[_Union[QueueGrant, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[QueueDenied, _Mapping]]] = ..., released: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
 
 class QueueRelease(_message.Message):
     __slots__ = ("message_queue", "epoch", "final_offset")

@@ -312,9 +312,10 @@ class ProtocolClient:
         *,
         wait_ms: int = 0,
         watch: bool = False,
+        releases: Sequence[broker_pb2.QueueRelease] = (),
     ) -> broker_pb2.AcquireQueuesResponse:
         """AcquireQueues through this client's channel (waiting up to ``wait_ms`` for queues
-        held by others; ``watch``: idle grants watched)."""
+        held by others; ``watch``: idle grants watched; ``releases`` riding along)."""
         response: broker_pb2.AcquireQueuesResponse = await self.stub.AcquireQueues(
             broker_pb2.AcquireQueuesRequest(
                 consumer_group=group,
@@ -323,6 +324,7 @@ class ProtocolClient:
                 mq_set=list(queues),
                 wait_millis=wait_ms,
                 watch=watch,
+                releases=list(releases),
             ),
             timeout=RPC_TIMEOUT,
         )

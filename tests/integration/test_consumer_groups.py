@@ -562,6 +562,35 @@ async def test_an_acquire_that_waits_is_granted_the_queue_its_holder_lets_go(
         assert (await denied.acquire(G, [queue])).denied[0].holder_client_id == waiter.client_id
 
 
+async def test_a_release_riding_with_an_acquire_is_done_first_and_hands_its_queue_on(
+    tmp_path: Path,
+) -> None:
+    """A pass's release and acquire on one broker, one request: the release is done at once
+    (its final offset committed, its queue handed to the acquire waiting for it) while the
+    acquire itself waits; the answer names both. A riding release naming a bad queue fails the
+    whole request, before anything is done."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        mover, other, waiter = await cs.join("mover"), await cs.join("other"), await cs.join("w")
+        q1, q2 = mq(TOPIC, 1), mq(TOPIC, 2)
+        (given,) = (await mover.acquire(G, [q1])).granted
+        (held,) = (await other.acquire(G, [q2])).granted
+        waiting = asyncio.ensure_future(waiter.acquire(G, [q1], wait_ms=1_500))
+        await asyncio.sleep(0.2)
+        release = broker_pb2.QueueRelease(message_queue=q1, epoch=given.epoch, final_offset=5)
+        bad = broker_pb2.QueueRelease(message_queue=mq(TOPIC, 9_999), epoch=1)
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await mover.acquire(G, [q2], releases=[release, bad])
+        assert "queue_id 9999" in (failed.value.details() or "")
+        assert not waiting.done()  # the good release was not done either
+        moving = asyncio.ensure_future(mover.acquire(G, [q2], wait_ms=1_500, releases=[release]))
+        answer = await asyncio.wait_for(waiting, 1.0)  # handed on while the mover still waits
+        assert [(g.message_queue, g.committed_offset) for g in answer.granted] == [(q1, 5)]
+        assert not moving.done()
+        await other.release(G, q2, held.epoch)
+        moved = await asyncio.wait_for(moving, 1.0)
+        assert list(moved.released) == [q1] and [g.message_queue for g in moved.granted] == [q2]
+
+
 async def test_a_holder_that_goes_away_hands_its_queue_to_the_waiting_acquire(
     tmp_path: Path,
 ) -> None:

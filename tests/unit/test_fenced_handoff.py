@@ -87,6 +87,7 @@ class GrantingBroker:
     def __init__(self) -> None:
         self.grants = QueueGrantManager()
         self.lose = 0
+        self.calls: list[str] = []  # each request: its method, and "+release" when one rode
 
     def client(self, client_id: str) -> Client:
         return Client(self, client_id)
@@ -104,6 +105,10 @@ class Client:
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any:
         grants = self.broker.grants
+        rode = method == "AcquireQueues" and request.releases
+        self.broker.calls.append(method + ("+release" if rode else ""))
+        releases = [(MessageQueue.from_proto(r.message_queue), r.epoch) for r in request.releases]
+        released = grants.release(request.consumer_group, self.client_id, releases)
         if method == "AcquireQueues":
             mqs = [MessageQueue.from_proto(m) for m in request.mq_set]
             result = grants.acquire(request.consumer_group, self.client_id, request.channel_id, mqs)
@@ -111,13 +116,10 @@ class Client:
                 granted=[
                     broker_pb2.QueueGrant(message_queue=g.mq.to_proto(), epoch=g.epoch)
                     for g in result.granted
-                ]
+                ],
+                released=[mq.to_proto() for mq in released],
             )
         else:
-            releases = [
-                (MessageQueue.from_proto(r.message_queue), r.epoch) for r in request.releases
-            ]
-            released = grants.release(request.consumer_group, self.client_id, releases)
             response = broker_pb2.ReleaseQueuesResponse(released=[mq.to_proto() for mq in released])
         if self.broker.lose:
             self.broker.lose -= 1
@@ -296,3 +298,107 @@ async def test_an_acquire_waits_as_asked_but_never_with_unsure_queues_aboard() -
     fenced.unsure.add(Q1)
     await fenced.acquire([Q0], wait_ms=800)
     assert broker.waits == [800, 0, 0]
+
+
+async def _pass(fenced: FencedHandoff, drop: MessageQueue, take: MessageQueue) -> tuple[Any, Any]:
+    """A pass's two halves as ``RebalanceImpl`` runs them: the acquire started ahead, then the
+    release, then ``unpair``; both answers."""
+    acquiring = asyncio.ensure_future(fenced.acquire([take]))
+    released = await fenced.release([(drop, 10)])
+    fenced.unpair()
+    return released, await acquiring
+
+
+async def test_a_paired_release_rides_with_the_acquire_to_its_broker() -> None:
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    await fenced.acquire([Q0])
+    fenced.pair({"broker-a"})
+    released, grants = await _pass(fenced, Q0, Q1)
+    assert released == {Q0} and set(grants) == {Q1}
+    assert broker.calls == ["AcquireQueues", "AcquireQueues+release"]  # one request, not two
+    assert broker.grants.holder("G", Q0) is None and fenced.pending == {}
+
+
+async def test_unpaired_the_release_goes_alone() -> None:
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    await fenced.acquire([Q0])
+    released, grants = await _pass(fenced, Q0, Q1)
+    assert released == {Q0} and set(grants) == {Q1}
+    assert broker.calls == ["AcquireQueues", "ReleaseQueues", "AcquireQueues"]
+
+
+async def test_an_acquire_waiting_for_a_release_that_never_comes_goes_alone_at_unpair() -> None:
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    fenced.pair({"broker-a"})
+    acquiring = asyncio.ensure_future(fenced.acquire([Q1]))
+    await asyncio.sleep(0.01)
+    assert not acquiring.done() and broker.calls == []  # waiting for the pass's release
+    fenced.unpair()  # the pass had nothing to release there (no grant held)
+    assert set(await acquiring) == {Q1}
+    assert broker.calls == ["AcquireQueues"]
+
+
+async def test_a_ride_without_a_channel_is_declined_and_the_release_goes_alone() -> None:
+    broker = GrantingBroker()
+    client = broker.client("c1")
+    fenced = FencedHandoff(client, "G")
+    await fenced.acquire([Q0])
+    channel = client.channel_id_for
+
+    async def no_channel(broker_name: str) -> str | None:
+        return None
+
+    client.channel_id_for = no_channel  # type: ignore[method-assign]
+    fenced.pair({"broker-a"})
+    released, grants = await _pass(fenced, Q0, Q1)
+    assert grants == {} and released == {Q0}
+    assert broker.calls == ["AcquireQueues", "ReleaseQueues"]
+    client.channel_id_for = channel  # type: ignore[method-assign]
+
+
+async def test_a_ride_whose_answer_is_lost_leaves_the_release_owed_and_the_acquire_unsure() -> None:
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    await fenced.acquire([Q0])
+    fenced.pair({"broker-a"})
+    broker.lose = 1
+    released, grants = await _pass(fenced, Q0, Q1)
+    assert released == set() and grants == {}
+    assert set(fenced.pending) == {Q0} and fenced.unsure == {Q1}
+    await fenced.retry_pending()  # the broker did release Q0 (refused now); Q1 is settled
+    assert fenced.pending == {} and fenced.unsure == set()
+    assert broker.grants.holder("G", Q1) is None  # not wanted any more: released again
+    fenced.close()
+
+
+async def test_an_abandoned_ride_leaves_the_release_owed() -> None:
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    await fenced.acquire([Q0])
+    gate = asyncio.Event()
+    invoke = broker.client("c1").invoke_broker
+
+    class Slow:
+        client_id = "c1"
+
+        async def channel_id_for(self, broker_name: str) -> str | None:
+            return "ch-c1"
+
+        async def invoke_broker(
+            self, broker_name: str, method: str, request: Any, timeout: float | None = None
+        ) -> Any:
+            await gate.wait()
+            return await invoke(broker_name, method, request, timeout)
+
+    fenced.client = Slow()
+    fenced.pair({"broker-a"})
+    acquiring = asyncio.ensure_future(fenced.acquire([Q1]))
+    releasing = asyncio.ensure_future(fenced.release([(Q0, 10)]))
+    await asyncio.sleep(0.01)
+    acquiring.cancel()  # the pass failed while the request was out
+    assert await releasing == set()
+    assert set(fenced.pending) == {Q0} and Q1 in fenced.unsure
+    fenced.close()

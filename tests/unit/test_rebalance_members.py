@@ -9,6 +9,7 @@ seen its heartbeat) makes no allocation: RocketMQ's rule, and nothing held is dr
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from aiorocketmq.broker.client.channel import Channel
 from aiorocketmq.broker.client.consumer_manager import DefaultConsumerIdsChangeListener
@@ -44,9 +45,17 @@ class Mode:
 
     def __init__(self) -> None:
         self.removed: list[MessageQueue] = []
+        self.paired: list[set[str]] = []  # each pair_releases; unpair_releases appends set()
 
     async def before_rebalance(self) -> None:
         pass
+
+    def pair_releases(self, brokers: Iterable[str]) -> None:
+        self.paired.append(set(brokers))
+
+    def unpair_releases(self) -> None:
+        if self.paired and self.paired[-1]:
+            self.paired.append(set())
 
     def handoff_owed(self) -> bool:
         return False

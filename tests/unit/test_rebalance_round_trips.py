@@ -115,6 +115,25 @@ async def test_a_fenced_pass_that_drops_and_adds_releases_and_acquires_at_once()
     assert all(impl.epochs[mq] == 7 for mq in impl.assigned_queues())
 
 
+async def test_a_fenced_pass_pairs_its_releases_with_its_acquires_unless_a_drain_waits() -> None:
+    """Nothing in flight: the release rides with the acquire (``FencedHandoff.pair``), and
+    the pairing ends with the releases. A batch in flight: the acquire does not wait for the
+    drain, each goes alone."""
+    members = Members("b", answer=["b"])
+    mode = FencedOverlapping()
+    impl = await fenced_rebalance(members, mode)
+    mode.wait_for_query = False
+    members.notified["g"] = ["b", "c"]  # b first: releases 2, 3 and acquires 0, 1
+    assert await impl.do_rebalance(False)
+    assert mode.paired == [{"b"}, set()]
+    mode.paired.clear()
+    impl.process_queue_table[min(impl.assigned_queues())].inflight = 1  # a batch consuming
+    members.notified["g"] = ["a", "b"]  # b second again: releases 0, 1, acquires 2, 3
+    assert await impl.do_rebalance(False)
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {2, 3}
+    assert mode.paired == []
+
+
 class _NeverAnswers:
     client_id = "127.0.0.1@a"
 
