@@ -532,9 +532,9 @@ class ClientManageProcessor:
                     waiting.remove(held)
                     if not waiting:
                         del self._held_acquires[(group, mq)]
-        # The channel closed meanwhile: what it was granted went with it (``_channel_gone``).
-        self._channel(request.channel_id, request.client_id)
-        if held.ended:
+        # The channel closed meanwhile: what it was granted went with it (``_channel_gone``),
+        # and nothing is granted; the releases that rode along were done, and say so.
+        if held.ended or request.channel_id not in self.channels:
             return broker_pb2.AcquireQueuesResponse(released=response.released)
         answer = broker_pb2.AcquireQueuesResponse(
             granted=response.granted, released=response.released

@@ -302,8 +302,8 @@ class MQClientInstance:
         if grown and self.running and self.consumer_table and self.heartbeat_missing(grown):
             # Ours: a broker new in a route (back from a restart our client started during,
             # or added) hears from us now; RocketMQ waits for the next 30 s heartbeat, and
-            # until then that broker lists none of our consumers.
-            self._spawn_side_task(self._heartbeat_in_background())
+            # until then that broker lists none of our consumers. That broker alone.
+            self._spawn_side_task(self._heartbeat_brokers_missing(grown))
         return changed_any
 
     def _retry_topics(self) -> set[str]:
@@ -693,15 +693,26 @@ class MQClientInstance:
         """Whether one of these brokers has had no heartbeat from us on its current channel
         (a broker new in the routes, whose channel opened for a pull or a grant): it lists
         none of our consumers, and answers their pulls SUBSCRIPTION_NOT_EXIST."""
-        for name in broker_names:
+        return bool(self._addrs_missing_heartbeat(broker_names))
+
+    def _addrs_missing_heartbeat(self, broker_names: Iterable[str]) -> list[str]:
+        addrs = []
+        for name in sorted(set(broker_names)):
             addr = self.find_broker_addr(name)
             if addr is None:
                 continue
             channel = self.channels.get(addr)
             landed = self._heartbeat_landed.get(addr)
             if channel is None or channel.channel_id is None or landed != channel.channel_id:
-                return True
-        return False
+                addrs.append(addr)
+        return addrs
+
+    async def _heartbeat_brokers_missing(self, broker_names: Iterable[str]) -> None:
+        """Heartbeat those of these brokers that have had none on their current channel."""
+        addrs = self._addrs_missing_heartbeat(broker_names)
+        if addrs:
+            data = self._heartbeat_data()
+            await asyncio.gather(*(self._heartbeat_one(addr, data) for addr in addrs))
 
     async def send_heartbeat_to_all_broker(self) -> bool:
         """HEART_BEAT to every broker of the routes at once; True if there was any broker.
@@ -741,8 +752,7 @@ class MQClientInstance:
             return sent
 
     async def _heartbeat_in_background(self) -> None:
-        """A round nobody waits for (asked while a caller's two rounds ran, or for a broker
-        new in the routes)."""
+        """The round asked for while a caller's two rounds ran (nobody waits for it)."""
         await self.send_heartbeat_to_all_broker()
 
 

@@ -142,6 +142,7 @@ class ConsumerCore:
                 )
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch
+                self.offset_store.fenced = True
             self.rebalance_impl = RebalanceImpl(
                 self.consumer_group,
                 s.message_model,

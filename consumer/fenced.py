@@ -56,6 +56,7 @@ class _Client(Protocol):
     client_id: str
 
     async def channel_id_for(self, broker_name: str) -> str | None: ...
+    def open_channel_id(self, broker_name: str) -> str: ...
     async def invoke_broker(
         self, broker_name: str, method: str, request: object, timeout: float | None = None
     ) -> object: ...
@@ -157,7 +158,7 @@ class FencedHandoff:
                     group=self.group,
                     mqs=[str(mq) for mq, _ in strays],
                 )
-                await self.release(strays)
+                await self.release(strays, ride=False)
             return granted
 
     def pair(self, brokers: Iterable[str]) -> None:
@@ -170,11 +171,24 @@ class FencedHandoff:
             self._riders.setdefault(broker_name, loop.create_future())
 
     def unpair(self) -> None:
-        """The pass's releases are done: an acquire still waiting for one goes alone."""
-        for rider in self._riders.values():
-            if not rider.done():
-                rider.set_result(None)
+        """The pass's releases are done: an acquire still waiting for one goes alone, and a
+        release no acquire took goes alone."""
+        for broker_name in list(self._riders):
+            self._decline_rider(broker_name)
         self._riders.clear()
+
+    def _decline_rider(self, broker_name: str) -> None:
+        """No acquire to ``broker_name`` takes a release along (any more): it goes alone."""
+        rider = self._riders.get(broker_name)
+        if rider is None or rider.cancelled():
+            return
+        if not rider.done():
+            rider.set_result(None)
+            return
+        ride = rider.result()
+        if ride is not None and not ride.taken:
+            ride.taken = True
+            ride.decline()
 
     async def _take_ride(self, broker_name: str) -> _Ride | None:
         """The release paired with this acquire, once the pass hands it over (or None)."""
@@ -193,36 +207,40 @@ class FencedHandoff:
     async def _acquire_one(
         self, broker_name: str, mqs: list[MessageQueue], wait_ms: int = 0
     ) -> dict[MessageQueue, tuple[int, int]]:
-        ride = await self._take_ride(broker_name)
-        channel_id = await self.client.channel_id_for(broker_name)
-        if channel_id is None:
-            if ride is not None:
-                ride.decline()
-            return {}
-        request = broker_pb2.AcquireQueuesRequest(
-            consumer_group=self.group,
-            client_id=self.client.client_id,
-            channel_id=channel_id,
-            mq_set=[mq.to_proto() for mq in mqs],
-            watch=self.watch,
-            wait_millis=wait_ms,
-        )
-        if ride is not None:
-            self._add_releases(request.releases, ride.items)
         try:
-            response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
-        except MQError as e:
-            log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
+            if broker_name in self._riders and not self.client.open_channel_id(broker_name):
+                self._decline_rider(broker_name)  # a release needs no channel: it goes at once
+            channel_id = await self.client.channel_id_for(broker_name)
+            if channel_id is None:
+                self._decline_rider(broker_name)
+                return {}
+            ride = await self._take_ride(broker_name)
+        except BaseException:
+            self._decline_rider(broker_name)  # a release handed over must not wait for us
+            raise
+        try:
+            request = broker_pb2.AcquireQueuesRequest(
+                consumer_group=self.group,
+                client_id=self.client.client_id,
+                channel_id=channel_id,
+                mq_set=[mq.to_proto() for mq in mqs],
+                watch=self.watch,
+                wait_millis=wait_ms,
+            )
             if ride is not None:
-                ride.answer(self._release_failed(broker_name, ride.items, e))
+                self._add_releases(request.releases, ride.items)
+            response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
+        except BaseException as e:
+            if ride is not None:  # perhaps done by the broker: owed, sent again before a pass
+                error = e if isinstance(e, MQError) else None
+                ride.answer(self._release_failed(broker_name, ride.items, error))
+            if not isinstance(e, MQError):
+                raise  # cancelled with its pass (then unsure: ``acquire``), or a bug
+            log.warning("acquire queues failed", group=self.group, broker=broker_name, error=str(e))
             if isinstance(e, ServiceNotAvailable):  # no answer: the broker may have granted them
                 self.unsure.update(mqs)
                 self._owe()
             return {}
-        except asyncio.CancelledError:
-            if ride is not None:  # perhaps sent, perhaps not: owed, retried before the next pass
-                ride.answer(self._release_failed(broker_name, ride.items, None))
-            raise
         assert isinstance(response, broker_pb2.AcquireQueuesResponse)
         if ride is not None:
             ride.answer(self._release_answered(ride.items, response.released))
@@ -310,31 +328,34 @@ class FencedHandoff:
         results = await _each([self._release_one(b, i) for b, i in by_broker.items()])
         return set().union(*results)
 
-    async def release(self, finals: list[tuple[MessageQueue, int]]) -> set[MessageQueue]:
+    async def release(
+        self, finals: list[tuple[MessageQueue, int]], *, ride: bool = True
+    ) -> set[MessageQueue]:
         """Release the grants of (queue, final offset); the queues the brokers released.
 
         Each release presents the grant's epoch; a queue we hold no grant for is skipped.
-        The epochs are forgotten either way: the queues are no longer ours.
+        The epochs are forgotten either way: the queues are no longer ours. ``ride``: may go
+        with an acquire to its broker (``pair``); not a release made inside an acquire.
         """
         by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
         for mq, final_offset in finals:
             epoch = self.epochs.pop(mq, 0)
             if epoch:
                 by_broker[mq.broker_name].append((mq, epoch, final_offset))
-        results = await _each([self._release_one(b, i) for b, i in by_broker.items()])
+        results = await _each([self._release_one(b, i, ride) for b, i in by_broker.items()])
         released: set[MessageQueue] = set()
         for part in results:
             released |= part
         return released
 
     async def _release_one(
-        self, broker_name: str, items: list[tuple[MessageQueue, int, int]]
+        self, broker_name: str, items: list[tuple[MessageQueue, int, int]], ride: bool = False
     ) -> set[MessageQueue]:
-        rider = self._riders.get(broker_name)
+        rider = self._riders.get(broker_name) if ride else None
         if rider is not None and not rider.done():  # an acquire there takes it along
-            ride = _Ride(items)
-            rider.set_result(ride)
-            released = await ride.answered
+            handed = _Ride(items)
+            rider.set_result(handed)
+            released = await handed.answered
             if released is not None:
                 return released
         request = broker_pb2.ReleaseQueuesRequest(

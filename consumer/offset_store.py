@@ -128,6 +128,9 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         # to tell when the broker refuses a commit because the queue moved on.
         self.epochs: dict[MessageQueue, int] = {}
         self.on_fenced: Callable[[MessageQueue], None] | None = None
+        # Fenced: a queue without an epoch is not ours (its release is under way, or done), and
+        # a commit without one the broker would not fence: it is not sent.
+        self.fenced = False
         # The offset each queue's broker acknowledged last: the periodic commit skips it. (Not
         # a query's answer: a broker answers 0 for a young queue without storing it.)
         self.committed: dict[MessageQueue, int] = {}
@@ -206,6 +209,10 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         return results
 
     async def _commit(self, broker_name: str, entries: dict[MessageQueue, int]) -> None:
+        if self.fenced:
+            entries = {mq: offset for mq, offset in entries.items() if mq in self.epochs}
+            if not entries:
+                return
         request = broker_pb2.UpdateConsumerOffsetRequest(
             consumer_group=self.group, client_id=self.client_id
         )

@@ -31,6 +31,9 @@ class Broker:
     async def channel_id_for(self, broker_name: str) -> str | None:
         return "ch1"
 
+    def open_channel_id(self, broker_name: str) -> str:
+        return "ch"
+
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any:
@@ -100,6 +103,9 @@ class Client:
 
     async def channel_id_for(self, broker_name: str) -> str | None:
         return f"ch-{self.client_id}"
+
+    def open_channel_id(self, broker_name: str) -> str:
+        return "ch"
 
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
@@ -387,6 +393,9 @@ async def test_an_abandoned_ride_leaves_the_release_owed() -> None:
         async def channel_id_for(self, broker_name: str) -> str | None:
             return "ch-c1"
 
+        def open_channel_id(self, broker_name: str) -> str:
+            return "ch"
+
         async def invoke_broker(
             self, broker_name: str, method: str, request: Any, timeout: float | None = None
         ) -> Any:
@@ -402,3 +411,18 @@ async def test_an_abandoned_ride_leaves_the_release_owed() -> None:
     assert await releasing == set()
     assert set(fenced.pending) == {Q0} and Q1 in fenced.unsure
     fenced.close()
+
+
+async def test_a_release_handed_over_that_no_acquire_takes_goes_alone_at_unpair() -> None:
+    """Paired, a release made while no acquire to its broker is coming (a stray released
+    inside another acquire, say) is not left waiting: unpair sends it alone."""
+    broker = GrantingBroker()
+    fenced = FencedHandoff(broker.client("c1"), "G")
+    await fenced.acquire([Q0])
+    fenced.pair({"broker-a"})
+    releasing = asyncio.ensure_future(fenced.release([(Q0, 10)]))
+    await asyncio.sleep(0.01)
+    assert not releasing.done() and broker.calls == ["AcquireQueues"]
+    fenced.unpair()
+    assert await releasing == {Q0}
+    assert broker.calls == ["AcquireQueues", "ReleaseQueues"]

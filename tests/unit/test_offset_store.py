@@ -144,3 +144,20 @@ async def test_the_periodic_commit_leaves_out_what_the_broker_has_until_it_recon
     store.update_offset(MQ2, 41, increase_only=False)
     await store.persist_all({MQ, MQ2})
     assert committed() == [("broker-b", 41)]
+
+
+async def test_a_fenced_store_commits_only_the_queues_it_holds_a_grant_for() -> None:
+    """Fenced, a queue whose grant is gone (its release under way: the answer of a release
+    riding with an acquire comes after the acquire's wait) is not committed: without an epoch
+    the broker would not fence the commit, and it could undo the new holder's."""
+    broker = FakeBroker()
+    store = RemoteBrokerOffsetStore("g", broker)
+    store.fenced = True
+    other = MessageQueue("T", "broker-a", 3)
+    store.epochs[other] = 4
+    for mq, off in ((MQ, 1), (other, 2)):
+        store.update_offset(mq, off, increase_only=False)
+    await store.persist_all({MQ, other})
+    assert [(o.queue_id, o.offset, o.epoch) for o in broker.commits[0][1].offsets] == [(3, 2, 4)]
+    await store.persist(MQ)
+    assert len(broker.commits) == 1  # nothing sent for MQ alone

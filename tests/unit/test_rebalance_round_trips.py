@@ -140,6 +140,9 @@ class _NeverAnswers:
     async def channel_id_for(self, broker_name: str) -> str | None:
         return "ch"
 
+    def open_channel_id(self, broker_name: str) -> str:
+        return "ch"
+
     async def invoke_broker(
         self, broker_name: str, method: str, request: object, timeout: float | None = None
     ) -> object:
