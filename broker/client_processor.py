@@ -701,6 +701,25 @@ class ClientManageProcessor:
             group, channel.channel_id, request.topic, request.queue_id, request.queue_offset
         )
 
+    def watch_start_offsets(
+        self,
+        request: broker_pb2.QueryConsumerOffsetsRequest,
+        response: broker_pb2.QueryConsumerOffsetsResponse,
+    ) -> None:
+        """A rebalance's start-offset query with ``watch_channel_id``: each queue whose answer
+        is its end is watched for that channel (an unknown channel watches nothing), and the
+        answer says which. The classic handoff's counterpart of a watched grant: a moved idle
+        queue is not pulled by its new owner (a join at 1,000 consumers otherwise starts
+        3,600 pulls that each wait 15 s for nothing)."""
+        channel_id = request.watch_channel_id
+        known = channel_id in self.channels
+        response.watching.extend(
+            known
+            and offset >= 0
+            and self._watch(request.consumer_group, channel_id, q.topic, q.queue_id, offset)
+            for q, offset in zip(request.queues, response.offsets, strict=True)
+        )
+
     def _watch(self, group: str, channel_id: str, topic: str, queue_id: int, offset: int) -> bool:
         # Only at the queue's end: before it there is something to pull now, and past it (the
         # store lost its tail in a crash) the pull moves the offset back (OFFSET_ILLEGAL).

@@ -138,7 +138,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     async def QueryConsumerOffsets(
         self, request: broker_pb2.QueryConsumerOffsetsRequest, context: Ctx
     ) -> broker_pb2.QueryConsumerOffsetsResponse:
-        return self.b.offset.query_consumer_offsets(request)
+        response = self.b.offset.query_consumer_offsets(request)
+        if request.watch_channel_id:
+            self.b.client.watch_start_offsets(request, response)
+        return response
 
     @guard
     async def UpdateConsumerOffset(

@@ -143,6 +143,8 @@ class ConsumerCore:
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch
                 self.offset_store.fenced = True
+            elif watch and isinstance(self.offset_store, RemoteBrokerOffsetStore):
+                self.offset_store.watch_channel = client.open_channel_id
             self.rebalance_impl = RebalanceImpl(
                 self.consumer_group,
                 s.message_model,
@@ -284,7 +286,7 @@ class ConsumerCore:
             return list(await asyncio.gather(*(self.compute_pull_from_where(mq) for mq in mqs)))
         for mq in mqs:
             store.remove_offset(mq)  # removeDirtyOffset
-        stored = await store.read_offsets_from_store(mqs)
+        stored = await store.read_offsets_from_store(mqs, watch=True)
         return list(await asyncio.gather(*(self.pull_from_where(mq, stored[mq]) for mq in mqs)))
 
     async def compute_pull_from_where(

@@ -505,7 +505,12 @@ class PushConsumerImpl(ConsumerCore):
         if self.client is None or not self.running:
             return
         service = self.client.pull_message_service
-        watching = self.fenced.watching if self.fenced is not None else set()
+        if self.fenced is not None:
+            watching = self.fenced.watching
+        elif isinstance(self.offset_store, RemoteBrokerOffsetStore):
+            watching = self.offset_store.watching
+        else:
+            watching = set()
         for request in requests:
             if request.message_queue in watching:
                 watching.discard(request.message_queue)

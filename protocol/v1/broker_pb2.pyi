@@ -451,20 +451,24 @@ class QueueRef(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ...) -> None: ...
 
 class QueryConsumerOffsetsRequest(_message.Message):
-    __slots__ = ("consumer_group", "queues", "set_zero_if_not_found")
+    __slots__ = ("consumer_group", "queues", "set_zero_if_not_found", "watch_channel_id")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     SET_ZERO_IF_NOT_FOUND_FIELD_NUMBER: _ClassVar[int]
+    WATCH_CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
     queues: _containers.RepeatedCompositeFieldContainer[QueueRef]
     set_zero_if_not_found: bool
-    def __init__(self, consumer_group: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueRef, _Mapping]]] = ..., set_zero_if_not_found: _Optional[bool] = ...) -> None: ...
+    watch_channel_id: str
+    def __init__(self, consumer_group: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueRef, _Mapping]]] = ..., set_zero_if_not_found: _Optional[bool] = ..., watch_channel_id: _Optional[str] = ...) -> None: ...
 
 class QueryConsumerOffsetsResponse(_message.Message):
-    __slots__ = ("offsets",)
+    __slots__ = ("offsets", "watching")
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    WATCHING_FIELD_NUMBER: _ClassVar[int]
     offsets: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, offsets: _Optional[_Iterable[int]] = ...) -> None: ...
+    watching: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., watching: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class OffsetCommit(_message.Message):
     __slots__ = ("topic", "queue_id", "offset", "epoch")

@@ -698,3 +698,42 @@ async def test_a_consumer_leaving_while_its_acquire_waits_is_answered_with_nothi
         assert not answer.granted and not answer.denied
         assert len(processor.watches) == 0 and not processor._held_acquires
         assert (await holder.acquire(G, [free])).granted  # let go: free for anyone
+
+
+async def test_a_start_offset_query_with_a_channel_watches_the_queues_at_their_end(
+    tmp_path: Path,
+) -> None:
+    """Classic: QueryConsumerOffsets with ``watch_channel_id`` watches each queue whose answer
+    is its end (a young empty queue answers 0, its end), and says which; a queue with
+    something after its offset, or a channel the broker does not know, is not watched."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c = await cs.join("c")
+        watches = cluster.broker("broker-a").client.watches
+        async with Producer("watch-producer", cluster.namesrv_addr) as producer:
+            await producer.send(Message(TOPIC, b"x"), MessageQueue(TOPIC, "broker-a", 2))
+
+        async def query(channel_id: str) -> broker_pb2.QueryConsumerOffsetsResponse:
+            response: broker_pb2.QueryConsumerOffsetsResponse = await c.stub.QueryConsumerOffsets(
+                broker_pb2.QueryConsumerOffsetsRequest(
+                    consumer_group=G,
+                    set_zero_if_not_found=True,
+                    queues=[broker_pb2.QueueRef(topic=TOPIC, queue_id=q) for q in (1, 2)],
+                    watch_channel_id=channel_id,
+                ),
+                timeout=3,
+            )
+            return response
+
+        unknown = await query("no-such-channel")
+        assert list(unknown.offsets) == [0, 0] and list(unknown.watching) == [False, False]
+        assert len(watches) == 0
+        answer = await query(c.channel_id)
+        assert list(answer.offsets) == [0, 0] and list(answer.watching) == [True, False]
+        assert len(watches) == 1
+        async with Producer("watch-producer", cluster.namesrv_addr) as producer:
+            await producer.send(Message(TOPIC, b"y"), MessageQueue(TOPIC, "broker-a", 1))
+        event = await c.next_event()
+        while event.WhichOneof("event") != "messages_arrived":
+            event = await c.next_event()
+        assert event.messages_arrived.message_queue == mq(TOPIC, 1)
+        assert len(watches) == 0

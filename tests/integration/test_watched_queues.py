@@ -124,3 +124,37 @@ async def test_a_fenced_grant_with_nothing_to_pull_is_watched_from_the_acquire(
     finally:
         await b.shutdown()
         await a.shutdown()
+
+
+async def test_a_classic_queue_at_its_committed_end_is_watched_from_the_offset_query(
+    cluster: LocalCluster,
+) -> None:
+    """Classic: the new owner's start-offset query asks the broker to watch each queue whose
+    committed offset is its end (QueryConsumerOffsetsRequest.watch_channel_id); those are
+    parked from the start, not pulled (a first pull would wait its 15 s on the broker)."""
+    received = Received()
+    a = new_consumer(cluster, "classic-watch", TOPIC, "a", received)
+    b = new_consumer(cluster, "classic-watch", TOPIC, "b", received)
+    try:
+        await a.start()
+        await wait_until(lambda: a.assigned_queues == set(_queues()), timeout=15)
+        first = [b"c%02d" % i for i in range(16)]
+        await _send(cluster, first)
+        await wait_until(lambda: not received.missing(first), timeout=15, message="consumed")
+        client = a._impl.client
+        assert client is not None
+        await client.persist_all_consumer_offset()  # every queue committed at its end
+        await b.start()
+        await wait_until(
+            lambda: len(b.assigned_queues) == 4 and len(a.assigned_queues) == 4,
+            timeout=15,
+            message="split",
+        )
+        await wait_until(lambda: _parked(b, b.assigned_queues), timeout=5, message="b parked")
+        second = [b"d%02d" % i for i in range(16)]
+        await _send(cluster, second)
+        await wait_until(lambda: not received.missing(second), timeout=15, message="consumed")
+        assert {received.by_body[body][0] for body in second} == {"a", "b"}
+    finally:
+        await b.shutdown()
+        await a.shutdown()
