@@ -91,54 +91,23 @@ async def test_without_watching_idle_queues_are_long_polled_as_rocketmq_does(
         await c.shutdown()
 
 
-async def test_a_fenced_grant_with_nothing_to_pull_is_watched_from_the_acquire(
-    cluster: LocalCluster,
+@pytest.mark.parametrize("handoff", ["fenced", "classic"])
+async def test_a_moved_queue_with_nothing_to_pull_is_watched_by_its_new_owner_from_the_start(
+    cluster: LocalCluster, handoff: str
 ) -> None:
-    """The new owner of a released idle queue sends it no pull at all: its grant says the
-    broker watches it. The messages sent then reach it all the same."""
+    """The new owner of an idle queue sends it no pull at all. Fenced, its grant says the
+    broker watches it (the release committed the final offset); classic, its start-offset
+    query asked the broker to watch it at its committed end
+    (QueryConsumerOffsetsRequest.watch_channel_id). A first pull would have waited 15 s on
+    the broker before being watched. The messages sent then reach it all the same."""
     received = Received()
-    # The first owner's long polls last the default 15 s: its queues are pulled, not watched.
-    a = new_consumer(cluster, "fenced-watch", TOPIC, "a", received, handoff="fenced")
-    b = new_consumer(cluster, "fenced-watch", TOPIC, "b", received, handoff="fenced")
+    group, tag = f"{handoff}-watch", handoff[0].encode()
+    a = new_consumer(cluster, group, TOPIC, "a", received, handoff=handoff)
+    b = new_consumer(cluster, group, TOPIC, "b", received, handoff=handoff)
     try:
         await a.start()
         await wait_until(lambda: a.assigned_queues == set(_queues()), timeout=15)
-        first = [b"f%02d" % i for i in range(16)]
-        await _send(cluster, first)  # consumed, so each queue's offset is known and committed
-        await wait_until(lambda: not received.missing(first), timeout=15, message="consumed")
-        await b.start()
-        await wait_until(
-            lambda: len(b.assigned_queues) == 4 and len(a.assigned_queues) == 4,
-            timeout=15,
-            message="split",
-        )
-        # b's queues were released with their final offsets, nothing after them: watched at
-        # once (a pull would have waited 15 s on the broker before being watched).
-        await wait_until(lambda: _parked(b, b.assigned_queues), timeout=5, message="b parked")
-        assert not _parked(a, a.assigned_queues)
-        second = [b"s%02d" % i for i in range(16)]
-        await _send(cluster, second)
-        await wait_until(lambda: not received.missing(second), timeout=15, message="consumed")
-        assert {received.by_body[body][0] for body in second} == {"a", "b"}
-        assert received.duplicates() == 0
-    finally:
-        await b.shutdown()
-        await a.shutdown()
-
-
-async def test_a_classic_queue_at_its_committed_end_is_watched_from_the_offset_query(
-    cluster: LocalCluster,
-) -> None:
-    """Classic: the new owner's start-offset query asks the broker to watch each queue whose
-    committed offset is its end (QueryConsumerOffsetsRequest.watch_channel_id); those are
-    parked from the start, not pulled (a first pull would wait its 15 s on the broker)."""
-    received = Received()
-    a = new_consumer(cluster, "classic-watch", TOPIC, "a", received)
-    b = new_consumer(cluster, "classic-watch", TOPIC, "b", received)
-    try:
-        await a.start()
-        await wait_until(lambda: a.assigned_queues == set(_queues()), timeout=15)
-        first = [b"c%02d" % i for i in range(16)]
+        first = [tag + b"f%02d" % i for i in range(16)]
         await _send(cluster, first)
         await wait_until(lambda: not received.missing(first), timeout=15, message="consumed")
         client = a._impl.client
@@ -151,10 +120,12 @@ async def test_a_classic_queue_at_its_committed_end_is_watched_from_the_offset_q
             message="split",
         )
         await wait_until(lambda: _parked(b, b.assigned_queues), timeout=5, message="b parked")
-        second = [b"d%02d" % i for i in range(16)]
+        second = [tag + b"s%02d" % i for i in range(16)]
         await _send(cluster, second)
         await wait_until(lambda: not received.missing(second), timeout=15, message="consumed")
         assert {received.by_body[body][0] for body in second} == {"a", "b"}
+        if handoff == "fenced":
+            assert received.duplicates() == 0
     finally:
         await b.shutdown()
         await a.shutdown()

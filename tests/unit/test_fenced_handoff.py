@@ -385,24 +385,17 @@ async def test_an_abandoned_ride_leaves_the_release_owed() -> None:
     fenced = FencedHandoff(broker.client("c1"), "G")
     await fenced.acquire([Q0])
     gate = asyncio.Event()
-    invoke = broker.client("c1").invoke_broker
 
-    class Slow:
-        client_id = "c1"
-
-        async def channel_id_for(self, broker_name: str) -> str | None:
-            return "ch-c1"
-
-        def open_channel_id(self, broker_name: str) -> str:
-            return "ch"
+    class Slow(Client):
+        """Its requests never come back (the gate stays shut)."""
 
         async def invoke_broker(
             self, broker_name: str, method: str, request: Any, timeout: float | None = None
         ) -> Any:
             await gate.wait()
-            return await invoke(broker_name, method, request, timeout)
+            return await super().invoke_broker(broker_name, method, request, timeout)
 
-    fenced.client = Slow()
+    fenced.client = Slow(broker, "c1")
     fenced.pair({"broker-a"})
     acquiring = asyncio.ensure_future(fenced.acquire([Q1]))
     releasing = asyncio.ensure_future(fenced.release([(Q0, 10)]))
