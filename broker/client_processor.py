@@ -712,7 +712,8 @@ class ClientManageProcessor:
         queue is not pulled by its new owner (a join at 1,000 consumers otherwise starts
         3,600 pulls that each wait 15 s for nothing)."""
         channel_id = request.watch_channel_id
-        known = channel_id in self.channels
+        channel = self.channels.get(channel_id)
+        known = channel is not None and channel.protocol == "grpc"  # remoting has no push
         response.watching.extend(
             known
             and offset >= 0
@@ -741,8 +742,9 @@ class ClientManageProcessor:
         channel = self.channels.get(channel_id)
         if channel is None:
             return
-        if max_offset < 0:
-            max_offset = self.store.get_max_offset(topic, queue_id)
+        # -1 (an offset reset) says "pull now" whatever the client's offset: a reset that
+        # lands between a start-offset query's answer and the park would otherwise be kept as
+        # an early wake-up no higher than the parked offset, and wait for the renewal.
         mq = MessageQueue(topic, self.config.broker_name, queue_id).to_proto()
         arrived = broker_pb2.MessagesArrived(
             consumer_group=group, message_queue=mq, max_offset=max_offset

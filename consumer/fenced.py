@@ -83,7 +83,7 @@ class FencedHandoff:
         # Ask the broker to watch each granted queue with nothing to pull (its grant then says
         # ``watching``, and the queue is parked, not pulled: ``PullMessageService.park``).
         self.watch = watch
-        self.watching: set[MessageQueue] = set()
+        self.watching: dict[MessageQueue, str] = {}  # queue -> the channel it is watched for
         # Called when a release or an acquire's answer is lost: what is owed then is settled
         # only by a rebalance pass (``retry_pending``), which the consumer wakes. Left to the
         # 20 s periodic pass, a holder whose release timed out under load (its own queues all
@@ -252,9 +252,9 @@ class FencedHandoff:
             granted[mq] = (g.epoch, g.committed_offset)
             self.epochs[mq] = g.epoch
             if g.watching:
-                self.watching.add(mq)
+                self.watching[mq] = channel_id
             else:
-                self.watching.discard(mq)
+                self.watching.pop(mq, None)
             self.pending.pop(mq, None)  # ours again: a release still owed is void
             tracer.record(
                 "queue_acquired",

@@ -135,7 +135,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         # give a rebalance's start-offset query per broker ("" none), and the queues the
         # brokers said they watch, which the pass parks rather than pulls.
         self.watch_channel: Callable[[str], str] | None = None
-        self.watching: set[MessageQueue] = set()
+        self.watching: dict[MessageQueue, str] = {}  # queue -> the channel it is watched for
         # The offset each queue's broker acknowledged last: the periodic commit skips it. (Not
         # a query's answer: a broker answers 0 for a young queue without storing it.)
         self.committed: dict[MessageQueue, int] = {}
@@ -210,14 +210,13 @@ class RemoteBrokerOffsetStore(_MemoryTable):
                     error=str(e),
                 )
                 return dict.fromkeys(queues, -2)
-            if request.watch_channel_id:
-                # (A broker that knows no watch answers no ``watching``: none watched.)
-                watched = {mq for mq, w in zip(queues, response.watching, strict=False) if w}
-                for mq in queues:
-                    if mq in watched:
-                        self.watching.add(mq)
-                    else:
-                        self.watching.discard(mq)  # a watch asked earlier is not this one's
+            # (A broker that knows no watch answers no ``watching``: none watched.)
+            watched = {mq for mq, w in zip(queues, response.watching, strict=False) if w}
+            for mq in queues:
+                if mq in watched:
+                    self.watching[mq] = request.watch_channel_id
+                else:
+                    self.watching.pop(mq, None)  # a watch asked earlier is not this one's
             return dict(zip(queues, (int(o) for o in response.offsets), strict=True))
 
         results: dict[MessageQueue, int] = {}

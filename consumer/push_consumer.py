@@ -510,10 +510,13 @@ class PushConsumerImpl(ConsumerCore):
         elif isinstance(self.offset_store, RemoteBrokerOffsetStore):
             watching = self.offset_store.watching
         else:
-            watching = set()
+            watching = {}
         for request in requests:
-            if request.message_queue in watching:
-                watching.discard(request.message_queue)
+            mq = request.message_queue
+            channel_id = watching.pop(mq, None)
+            # Parked only if the channel it is watched for is still the open one: a channel
+            # that reopened since the answer has no watches (the queue would wait for renewal).
+            if channel_id and channel_id == self.client.open_channel_id(mq.broker_name):
                 service.park(request, self.watch_renew_ms)
             else:
                 service.execute_pull_request_later(

@@ -736,4 +736,19 @@ async def test_a_start_offset_query_with_a_channel_watches_the_queues_at_their_e
         while event.WhichOneof("event") != "messages_arrived":
             event = await c.next_event()
         assert event.messages_arrived.message_queue == mq(TOPIC, 1)
-        assert len(watches) == 0
+        assert event.messages_arrived.max_offset == 1 and len(watches) == 0
+        # Watched again (its end is 1 now); an offset reset fires it with -1, "pull now",
+        # whatever offset the client holds: the reset's new offset may be at or below it.
+        committed = broker_pb2.UpdateConsumerOffsetRequest(
+            consumer_group=G, offsets=[broker_pb2.OffsetCommit(topic=TOPIC, queue_id=1, offset=1)]
+        )
+        await c.stub.UpdateConsumerOffset(committed, timeout=3)
+        assert list((await query(c.channel_id)).watching) == [True, False]
+        await c.stub.ResetOffset(
+            broker_pb2.ResetOffsetRequest(topic=TOPIC, consumer_group=G, timestamp=0, force=True),
+            timeout=3,
+        )
+        event = await c.next_event()
+        while event.WhichOneof("event") != "messages_arrived":
+            event = await c.next_event()
+        assert event.messages_arrived.max_offset == -1 and len(watches) == 0
