@@ -94,6 +94,12 @@ class _HeldAcquire:
     ended: bool = False
 
 
+def _pushable(channel: Channel | None) -> bool:
+    """Whether a watch can be kept for ``channel``: an open gRPC stream (remoting has no
+    push for MessagesArrived)."""
+    return channel is not None and channel.protocol == "grpc" and not channel.closed
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -695,7 +701,7 @@ class ClientManageProcessor:
             if info is None:
                 return False
             channel = info.channel
-        if channel.protocol != "grpc" or channel.closed:
+        if not _pushable(channel):
             return False
         return self._watch(
             group, channel.channel_id, request.topic, request.queue_id, request.queue_offset
@@ -712,8 +718,7 @@ class ClientManageProcessor:
         queue is not pulled by its new owner (a join at 1,000 consumers otherwise starts
         3,600 pulls that each wait 15 s for nothing)."""
         channel_id = request.watch_channel_id
-        channel = self.channels.get(channel_id)
-        known = channel is not None and channel.protocol == "grpc"  # remoting has no push
+        known = _pushable(self.channels.get(channel_id))
         response.watching.extend(
             known
             and offset >= 0

@@ -142,6 +142,7 @@ class ConsumerCore:
                 )
                 epochs = self.fenced.epochs
                 self.offset_store.epochs = epochs  # commits present the grant's epoch
+                self.offset_store.watching = self.fenced.watching  # grants say which
                 self.offset_store.fenced = True
             elif watch and isinstance(self.offset_store, RemoteBrokerOffsetStore):
                 self.offset_store.watch_channel = client.open_channel_id
@@ -286,7 +287,7 @@ class ConsumerCore:
             return list(await asyncio.gather(*(self.compute_pull_from_where(mq) for mq in mqs)))
         for mq in mqs:
             store.remove_offset(mq)  # removeDirtyOffset
-        stored = await store.read_offsets_from_store(mqs, watch=True)
+        stored = await store.read_offsets_from_store(mqs)
         return list(await asyncio.gather(*(self.pull_from_where(mq, stored[mq]) for mq in mqs)))
 
     async def compute_pull_from_where(

@@ -195,10 +195,7 @@ class FencedHandoff:
         rider = self._riders.get(broker_name)
         if rider is None:
             return None
-        try:
-            ride = await rider
-        except asyncio.CancelledError:
-            raise  # the rider is cancelled with us: the release goes alone
+        ride = await rider  # cancelled with us, the rider is too: the release goes alone
         if ride is None or ride.taken:
             return None
         ride.taken = True

@@ -131,11 +131,12 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         # Fenced: a queue without an epoch is not ours (its release is under way, or done), and
         # a commit without one the broker would not fence: it is not sent.
         self.fenced = False
-        # Watched idle queues (classic; fenced grants say it themselves): the channel id to
-        # give a rebalance's start-offset query per broker ("" none), and the queues the
-        # brokers said they watch, which the pass parks rather than pulls.
+        # Watched idle queues: the channel id to give a start-offset query per broker ("" none;
+        # classic: fenced grants say it themselves), and the queues the brokers said they watch
+        # (from those queries, or fenced grants: ``FencedHandoff`` shares this dict), queue ->
+        # the channel it is watched for. The pass parks those rather than pulls them.
         self.watch_channel: Callable[[str], str] | None = None
-        self.watching: dict[MessageQueue, str] = {}  # queue -> the channel it is watched for
+        self.watching: dict[MessageQueue, str] = {}
         # The offset each queue's broker acknowledged last: the periodic commit skips it. (Not
         # a query's answer: a broker answers 0 for a young queue without storing it.)
         self.committed: dict[MessageQueue, int] = {}
@@ -178,14 +179,12 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         self.update_offset(mq, offset, increase_only=False)
         return offset
 
-    async def read_offsets_from_store(
-        self, mqs: list[MessageQueue], *, watch: bool = False
-    ) -> dict[MessageQueue, int]:
-        """READ_FROM_STORE for many queues: one QueryConsumerOffsets per broker, brokers at once.
+    async def read_offsets_from_store(self, mqs: list[MessageQueue]) -> dict[MessageQueue, int]:
+        """READ_FROM_STORE for many queues (a rebalance's new ones): one QueryConsumerOffsets
+        per broker, brokers at once.
 
         Each answer is as ``read_offset`` gives it: the offset, -1 when none, -2 on an error.
-        ``watch`` (a rebalance's new queues, with ``watch_channel``): the brokers watch those
-        at their end, added to ``watching``.
+        With ``watch_channel``, the brokers watch those at their end, added to ``watching``.
         """
         by_broker: dict[str, list[MessageQueue]] = defaultdict(list)
         for mq in mqs:
@@ -196,9 +195,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
                 consumer_group=self.group,
                 set_zero_if_not_found=True,
                 queues=[broker_pb2.QueueRef(topic=mq.topic, queue_id=mq.queue_id) for mq in queues],
-                watch_channel_id=self.watch_channel(broker_name)
-                if watch and self.watch_channel is not None
-                else "",
+                watch_channel_id=self.watch_channel(broker_name) if self.watch_channel else "",
             )
             try:
                 response = await self._invoke(broker_name, "QueryConsumerOffsets", request)

@@ -505,12 +505,8 @@ class PushConsumerImpl(ConsumerCore):
         if self.client is None or not self.running:
             return
         service = self.client.pull_message_service
-        if self.fenced is not None:
-            watching = self.fenced.watching
-        elif isinstance(self.offset_store, RemoteBrokerOffsetStore):
-            watching = self.offset_store.watching
-        else:
-            watching = {}
+        store = self.offset_store
+        watching = store.watching if isinstance(store, RemoteBrokerOffsetStore) else {}
         for request in requests:
             mq = request.message_queue
             channel_id = watching.pop(mq, None)
