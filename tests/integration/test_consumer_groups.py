@@ -293,10 +293,10 @@ async def test_silent_client_expires_from_the_group(tmp_path: Path, notify_on_ex
     async with one_broker(tmp_path, **overrides) as cluster, clients(cluster) as cs:
         c1 = await cs.join("c1")
         async with heartbeating(c1, G):
+            silent_since = time.monotonic()  # before its one heartbeat: the bound below is exact
             c2 = await cs.join("c2")  # heartbeats once, then stays silent with its stream open
             for c in (c1, c1, c2):
                 await c.expect_notify(G)
-            silent_since = time.monotonic()
 
             # The broker closes the expired channel: the silent client's stream ends.
             await asyncio.wait_for(c2.ended.wait(), 5.0)
