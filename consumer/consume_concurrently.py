@@ -159,8 +159,10 @@ class ConsumeMessageConcurrentlyService:
                     group=self.consumer_group,
                     msg_id=m.msg_id,
                 )
-        retried = {id(m) for m in retry_locally}
-        done = [m for m in msgs if id(m) not in retried]
+        done = msgs
+        if retry_locally:
+            retried = {id(m) for m in retry_locally}
+            done = [m for m in msgs if id(m) not in retried]
         offset = pq.remove_message(done)
         if offset >= 0 and (not pq.dropped or pq.draining):
             self.update_offset(mq, offset)

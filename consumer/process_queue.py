@@ -265,10 +265,14 @@ class ProcessQueue:
         if not self._msg_tree:
             return -1
         result = self.queue_offset_max + 1
-        tree = self._msg_tree
-        popped = [(m.queue_offset, tree.pop(m.queue_offset, None)) for m in msgs]
-        removed = [offset for offset, prev in popped if prev is not None]
-        self._msg_size -= sum([len(prev.body) for _, prev in popped if prev is not None])
+        pop = self._msg_tree.pop
+        offsets = [m.queue_offset for m in msgs]
+        held = [prev for prev in [pop(offset, None) for offset in offsets] if prev is not None]
+        if len(held) != len(offsets):  # some were not held (or named twice): only those that were
+            removed = [m.queue_offset for m in held]
+        else:
+            removed = offsets  # the usual case: every one was held
+        self._msg_size -= sum([len(prev.body) for prev in held])
         self._remove_offsets(removed)
         self._msg_count -= len(removed)
         if self._msg_count == 0:

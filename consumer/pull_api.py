@@ -137,9 +137,10 @@ class PullAPIWrapper:
             msgs = [MessageExt.from_proto(m) for m in response.messages]
         if not expression.matches_all:
             msgs = [m for m in msgs if expression.matches_tags(m.tags)]
-        for m in msgs:
-            retry_of = m.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
-            if retry_of and is_retry_topic(m.topic):
-                m.topic = retry_of  # resetRetryAndNamespace
+        if is_retry_topic(mq.topic):  # a record's topic is its queue's: else none is a retry
+            for m in msgs:
+                retry_of = m.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
+                if retry_of and is_retry_topic(m.topic):
+                    m.topic = retry_of  # resetRetryAndNamespace
         result.msgs_found = msgs
         return result
