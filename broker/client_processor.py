@@ -271,6 +271,12 @@ class ClientManageProcessor:
         settings = self.groups.table.get(group)
         return settings is None or settings.notify_consumer_ids_changed_enable
 
+    def _notifies(self, group: str) -> bool:
+        """Whether a membership change of ``group`` is notified here (both switches on)."""
+        return self.listener.notify_consumer_ids_changed_enable and self._group_notify_enabled(
+            group
+        )
+
     def group_settings(self, group: str) -> SubscriptionGroupConfig:
         """The group's settings (created on first use when auto-creation is on), else
         SUBSCRIPTION_GROUP_NOT_EXIST naming the group."""
@@ -308,12 +314,15 @@ class ClientManageProcessor:
         for producer in data.producer_data_set:
             check_group(producer.group_name)
         info = ClientChannelInfo.for_channel(channel, client_id, now=now)
+        silent: list[str] = []
         for consumer in data.consumer_data_set:
             group = consumer.group_name
             settings = self.groups.find(group)
             if settings is None:  # RocketMQ skips the group silently; we say so
                 log.warning("heartbeat of a group that does not exist", group=group)
                 continue
+            if consumer.message_model != common_pb2.BROADCASTING and not self._notifies(group):
+                silent.append(group)
             if consumer.message_model != common_pb2.BROADCASTING:
                 self.topics.create_topic_if_absent(
                     retry_topic(group), settings.retry_queue_nums, PermName.READ | PermName.WRITE
@@ -352,7 +361,7 @@ class ClientManageProcessor:
                     self.listener.notify_again(group, known.get_all_channels(), channel)
         for producer in data.producer_data_set:
             self.producer_manager.register_producer(producer.group_name, info, now)
-        return broker_pb2.HeartbeatResponse()
+        return broker_pb2.HeartbeatResponse(silent_groups=silent)
 
     def unregister_client(
         self, request: broker_pb2.UnregisterClientRequest

@@ -87,6 +87,9 @@ class MQClientInstance:
         self._heartbeat_landed: dict[str, str] = {}
         self.channels: dict[str, BrokerChannel] = {}
         self._notifier: str | None = None  # the broker whose notifications we take, if one
+        # Brokers whose last heartbeat answer named a group of ours they do not notify
+        # (HeartbeatResponse.silent_groups): never picked to notify us.
+        self._silent: set[str] = set()
         self.rebalance_service = RebalanceService(
             self.do_rebalance,
             wait_interval_ms=self.config.rebalance_wait_interval_ms,
@@ -623,18 +626,31 @@ class MQClientInstance:
     def _open_notifiers(self, addrs: list[str], skip: Container[str] = ()) -> Iterator[str]:
         """The brokers of ``addrs`` in our order whose channel is open (when reached), but
         ``skip``."""
-        return (a for a in self._notifier_order(addrs) if a not in skip and self._channel_open(a))
+        return (
+            a
+            for a in self._notifier_order(addrs)
+            if a not in skip and a not in self._silent and self._channel_open(a)
+        )
 
     def _pick_notifier(self, addrs: list[str]) -> None:
         """Before a round: the broker whose NOTIFY_CONSUMER_IDS_CHANGED we take
         (``notified_by_one_broker``): the one picked before while its channel lives, else the
-        first in our order with an open channel, else the first not opened yet."""
+        first in our order with an open channel, else the first not opened yet; never one that
+        said it does not notify a group of ours. If every broker said so, none is picked: each
+        notifies what it does."""
         if not self.config.notified_by_one_broker or not addrs:
             self._notifier = None
             return
-        if self._notifier in addrs and self._channel_open(self._notifier):
+        if (
+            self._notifier in addrs
+            and self._notifier not in self._silent
+            and self._channel_open(self._notifier)
+        ):
             return
-        order = self._notifier_order(addrs)
+        order = [a for a in self._notifier_order(addrs) if a not in self._silent]
+        if not order:
+            self._notifier = None
+            return
         self._notifier = next(
             self._open_notifiers(addrs),
             next((a for a in order if a not in self.channels), order[0]),
@@ -649,12 +665,13 @@ class MQClientInstance:
         return self._notifier is not None and addr != self._notifier
 
     async def _find_notifier(self, addrs: list[str], failed: set[str]) -> None:
-        """The notifying broker's heartbeat failed or its channel ended: ask the others with
-        an open channel in our order until one takes it. If none does, every broker is to
-        notify us, which the round after says to them (until then, none may)."""
+        """The notifying broker's heartbeat failed, its channel ended or it does not notify a
+        group of ours: ask the others with an open channel in our order until one takes it.
+        If none does, every broker is to notify us, which the round after says to them (until
+        then, none may)."""
         for addr in self._open_notifiers(addrs, failed):
             self._notifier = addr
-            if await self._heartbeat_one(addr, self._heartbeat_data()):
+            if await self._heartbeat_one(addr, self._heartbeat_data()) and addr not in self._silent:
                 return
         self._notifier = None
         if self.running:
@@ -678,13 +695,17 @@ class MQClientInstance:
                 channel_id=channel_id, heartbeat=data, notified_elsewhere=elsewhere
             )
             try:
-                await call(self.brokers.stub(addr).Heartbeat, request, self._timeout())
+                response = await call(self.brokers.stub(addr).Heartbeat, request, self._timeout())
             except ChannelNotFound:
                 channel.mark_broken(channel_id)
                 return False
             except MQError as e:
                 log.warning("send heart beat to broker failed", addr=addr, error=str(e))
                 return False
+            if response.silent_groups:
+                self._silent.add(addr)
+            else:
+                self._silent.discard(addr)
             if elsewhere == self._notified_elsewhere(addr):
                 break  # else another broker was picked while it flew: say it again
         self._heartbeat_landed[addr] = channel_id
@@ -744,8 +765,12 @@ class MQClientInstance:
                 landed = await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
                 sent = True
                 notifier = self._notifier
-                if notifier is not None and not landed[addrs.index(notifier)]:
+                if notifier is not None and (
+                    not landed[addrs.index(notifier)] or notifier in self._silent
+                ):
                     await self._find_notifier(addrs, {notifier})
+                    if notifier in self._silent:  # reached: it is told to stay quiet, too
+                        self._heartbeat_again = True
                 if await self.refresh_routes_short_of_brokers(self._retry_topics()):
                     self.rebalance_immediately()
             if self._heartbeat_again and self.running:

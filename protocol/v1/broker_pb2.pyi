@@ -141,8 +141,10 @@ class HeartbeatRequest(_message.Message):
     def __init__(self, channel_id: _Optional[str] = ..., heartbeat: _Optional[_Union[_common_pb2.HeartbeatData, _Mapping]] = ..., notified_elsewhere: _Optional[bool] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("silent_groups",)
+    SILENT_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    silent_groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, silent_groups: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UnregisterClientRequest(_message.Message):
     __slots__ = ("channel_id", "client_id", "producer_group", "consumer_group")

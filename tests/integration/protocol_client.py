@@ -214,8 +214,8 @@ class ProtocolClient:
         *,
         message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
         notified_elsewhere: bool = False,
-    ) -> None:
-        await self.heartbeat_groups(
+    ) -> broker_pb2.HeartbeatResponse:
+        return await self.heartbeat_groups(
             {group: topics}, message_model=message_model, notified_elsewhere=notified_elsewhere
         )
 
@@ -225,7 +225,7 @@ class ProtocolClient:
         *,
         message_model: common_pb2.MessageModel = common_pb2.CLUSTERING,
         notified_elsewhere: bool = False,
-    ) -> None:
+    ) -> broker_pb2.HeartbeatResponse:
         request = heartbeat_request(
             self.channel_id,
             self.client_id,
@@ -233,7 +233,10 @@ class ProtocolClient:
             message_model=message_model,
             notified_elsewhere=notified_elsewhere,
         )
-        await self.stub.Heartbeat(request, timeout=RPC_TIMEOUT)
+        response: broker_pb2.HeartbeatResponse = await self.stub.Heartbeat(
+            request, timeout=RPC_TIMEOUT
+        )
+        return response
 
     async def unregister(self, group: str) -> None:
         await self.stub.UnregisterClient(

@@ -614,3 +614,40 @@ async def test_one_broker_notifies_a_consumer_and_another_once_its_channel_is_lo
     finally:
         await every.shutdown()
         await one.shutdown()
+
+
+async def test_a_broker_that_does_not_notify_the_group_is_not_asked_to(
+    cluster: LocalCluster, conns: BrokerConnections
+) -> None:
+    """A group notified by some brokers only (its switch off on one): the heartbeat's answer
+    names it (``silent_groups``), and the client takes its notifications from a broker that
+    sends them, so a change still reaches it at once (else it waited for the 20 s rebalance)."""
+    received = Received()
+    one = new_consumer(cluster, "one", received)
+    other = new_consumer(cluster, "other", received)
+    try:
+        await one.start()
+        await rejoined(conns, cluster, [one], "started")
+        [first] = notifiers(cluster, one)
+        cluster.broker(first).client.config.groups_with_notify_disabled.append(GROUP)
+        await client_of(one).send_heartbeat_to_all_broker()
+        [second] = [b for b in BROKERS if b != first]
+        await wait_until(
+            lambda: notifiers(cluster, one) == [second], message="the other broker notifies it"
+        )
+        told = client_of(one).notifications_received
+        quiet = cluster.broker(first).client.listener.notifications_sent
+        await other.start()  # notified to `one` by `second` only: `first` does not notify
+        await wait_until(
+            lambda: client_of(one).notifications_received > told, message="told of the join"
+        )
+        await rejoined(conns, cluster, [one, other], "the second one joined")
+        assert cluster.broker(first).client.listener.notifications_sent == quiet
+
+        # Off on every broker: none is picked, and none notifies (RocketMQ's switch).
+        cluster.broker(second).client.config.groups_with_notify_disabled.append(GROUP)
+        await client_of(one).send_heartbeat_to_all_broker()
+        assert client_of(one)._notifier is None
+    finally:
+        await other.shutdown()
+        await one.shutdown()

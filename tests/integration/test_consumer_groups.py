@@ -364,6 +364,29 @@ async def test_group_level_switch_off_silences_join_and_unregister_not_close(
         assert await c1.consumer_ids("quiet") == [c1.client_id]
 
 
+async def test_the_heartbeat_names_the_groups_this_broker_does_not_notify(
+    tmp_path: Path,
+) -> None:
+    """``HeartbeatResponse.silent_groups``: a client notified by one broker picks one that
+    notifies. Broadcasting groups are never notified by any broker: not named."""
+    async with (
+        one_broker(tmp_path / "group", groups_with_notify_disabled=["quiet"]) as cluster,
+        clients(cluster) as cs,
+    ):
+        c = await cs.join("c", group="loud")
+        answer = await c.heartbeat_groups({"loud": [TOPIC], "quiet": [TOPIC]})
+        assert list(answer.silent_groups) == ["quiet"]
+        answer = await c.heartbeat("quiet", [TOPIC], message_model=common_pb2.BROADCASTING)
+        assert list(answer.silent_groups) == []
+    async with (
+        one_broker(tmp_path / "broker", notify_consumer_ids_changed_enable=False) as cluster,
+        clients(cluster) as cs,
+    ):
+        c = await cs.join("c", group="loud")
+        answer = await c.heartbeat_groups({"loud": [TOPIC], "other": [TOPIC]})
+        assert sorted(answer.silent_groups) == ["loud", "other"]
+
+
 async def test_groups_never_hear_about_each_other(tmp_path: Path) -> None:
     async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
         a1 = await cs.join("a1", group="A")

@@ -165,3 +165,43 @@ async def test_with_the_option_off_every_broker_notifies() -> None:
     client._heartbeat_one = heartbeat_one  # type: ignore[method-assign]
     await client.send_heartbeat_to_all_broker()
     assert sent == dict.fromkeys(ADDRS, False)
+
+
+async def test_a_broker_that_does_not_notify_a_group_of_ours_is_never_the_notifier() -> None:
+    """HeartbeatResponse.silent_groups: the notifier found silent is replaced by the next open
+    broker that notifies, and the round goes again so that it is told to stay quiet too; with
+    every broker silent, none is picked (each notifies what it does)."""
+    client = notified_client()
+    order = client._notifier_order(ADDRS)
+    silent = {order[0]}
+    calls: list[tuple[str, bool]] = []
+
+    async def heartbeat_one(addr: str, data: Any) -> bool:
+        calls.append((addr, client._notified_elsewhere(addr)))
+        if addr in silent:  # what _heartbeat_one records from the answer
+            client._silent.add(addr)
+        else:
+            client._silent.discard(addr)
+        return True
+
+    client._heartbeat_one = heartbeat_one  # type: ignore[method-assign]
+    try:
+        await client.send_heartbeat_to_all_broker()
+        assert client._notifier == order[1]
+        last_round = calls[-len(ADDRS) :]
+        assert sorted(last_round) == sorted((a, a != order[1]) for a in ADDRS)
+
+        silent.update(ADDRS)
+        calls.clear()
+        await client.send_heartbeat_to_all_broker()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert client._notifier is None
+        assert calls[-len(ADDRS) :] and all(not elsewhere for _, elsewhere in calls[-len(ADDRS) :])
+
+        silent.clear()  # switched on again: picked at the next round
+        await client.send_heartbeat_to_all_broker()
+        await client.send_heartbeat_to_all_broker()
+        assert client._notifier == order[0]
+    finally:
+        await client.shutdown()
