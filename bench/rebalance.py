@@ -704,7 +704,7 @@ def append_csv(path: Path, rows: list[dict[str, Any]], fields: list[str] = CSV_F
     """Append ``rows`` to the CSV at ``path``, with its header if the file is new."""
     new = not path.exists()
     with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fields)
+        writer = csv.DictWriter(f, fields, lineterminator="\n")  # as the files in docs/
         if new:
             writer.writeheader()
         writer.writerows(rows)
