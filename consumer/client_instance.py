@@ -635,9 +635,11 @@ class MQClientInstance:
     def _pick_notifier(self, addrs: list[str]) -> None:
         """Before a round: the broker whose NOTIFY_CONSUMER_IDS_CHANGED we take
         (``notified_by_one_broker``): the one picked before while its channel lives, else the
-        first in our order with an open channel, else the first not opened yet; never one that
-        said it does not notify a group of ours. If every broker said so, none is picked: each
-        notifies what it does."""
+        first in our order with an open channel, else the first not opened yet, else the first;
+        never one that said it does not notify a group of ours (``_silent``). None (every
+        broker notifies what it does) when every broker said so, or when only such brokers
+        are reachable now: picking a closed one would leave them all quiet meanwhile."""
+        self._silent &= set(addrs)  # a broker gone from the routes is asked afresh if it returns
         if not self.config.notified_by_one_broker or not addrs:
             self._notifier = None
             return
@@ -648,13 +650,10 @@ class MQClientInstance:
         ):
             return
         order = [a for a in self._notifier_order(addrs) if a not in self._silent]
-        if not order:
-            self._notifier = None
-            return
-        self._notifier = next(
-            self._open_notifiers(addrs),
-            next((a for a in order if a not in self.channels), order[0]),
-        )
+        unopened = next((a for a in order if a not in self.channels), None)
+        if unopened is None and order and not self._silent:
+            unopened = order[0]
+        self._notifier = next(self._open_notifiers(addrs), unopened)
 
     def _channel_open(self, addr: str) -> bool:
         channel = self.channels.get(addr)
@@ -665,10 +664,10 @@ class MQClientInstance:
         return self._notifier is not None and addr != self._notifier
 
     async def _find_notifier(self, addrs: list[str], failed: set[str]) -> None:
-        """The notifying broker's heartbeat failed, its channel ended or it does not notify a
-        group of ours: ask the others with an open channel in our order until one takes it.
-        If none does, every broker is to notify us, which the round after says to them (until
-        then, none may)."""
+        """The notifying broker's heartbeat failed or its channel ended: ask the others with
+        an open channel in our order until one takes it (one that answers it does not notify
+        a group of ours does not: ``_note_silence``). If none does, every broker is to notify
+        us, which the round after says to them (until then, none may)."""
         for addr in self._open_notifiers(addrs, failed):
             self._notifier = addr
             if await self._heartbeat_one(addr, self._heartbeat_data()) and addr not in self._silent:
@@ -702,14 +701,22 @@ class MQClientInstance:
             except MQError as e:
                 log.warning("send heart beat to broker failed", addr=addr, error=str(e))
                 return False
-            if response.silent_groups:
-                self._silent.add(addr)
-            else:
-                self._silent.discard(addr)
+            self._note_silence(addr, bool(response.silent_groups))
             if elsewhere == self._notified_elsewhere(addr):
                 break  # else another broker was picked while it flew: say it again
         self._heartbeat_landed[addr] = channel_id
         return True
+
+    def _note_silence(self, addr: str, silent: bool) -> None:
+        """Whether ``addr``'s heartbeat answer named a group of ours it does not notify
+        (``HeartbeatResponse.silent_groups``). When the broker notifying us just did, a round
+        goes at once: it picks another, and tells this one to stay quiet."""
+        if not silent:
+            self._silent.discard(addr)
+            return
+        if addr not in self._silent and addr == self._notifier and self.running:
+            self._spawn_side_task(self._heartbeat_in_background())
+        self._silent.add(addr)
 
     def heartbeat_missing(self, broker_names: Iterable[str]) -> bool:
         """Whether one of these brokers has had no heartbeat from us on its current channel
@@ -765,12 +772,8 @@ class MQClientInstance:
                 landed = await asyncio.gather(*(self._heartbeat_one(a, data) for a in addrs))
                 sent = True
                 notifier = self._notifier
-                if notifier is not None and (
-                    not landed[addrs.index(notifier)] or notifier in self._silent
-                ):
+                if notifier is not None and not landed[addrs.index(notifier)]:
                     await self._find_notifier(addrs, {notifier})
-                    if notifier in self._silent:  # reached: it is told to stay quiet, too
-                        self._heartbeat_again = True
                 if await self.refresh_routes_short_of_brokers(self._retry_topics()):
                     self.rebalance_immediately()
             if self._heartbeat_again and self.running:

@@ -169,8 +169,8 @@ async def test_with_the_option_off_every_broker_notifies() -> None:
 
 async def test_a_broker_that_does_not_notify_a_group_of_ours_is_never_the_notifier() -> None:
     """HeartbeatResponse.silent_groups: the notifier found silent is replaced by the next open
-    broker that notifies, and the round goes again so that it is told to stay quiet too; with
-    every broker silent, none is picked (each notifies what it does)."""
+    broker that notifies, in a round that tells the silent one to stay quiet too; with every
+    broker silent, none is picked (each notifies what it does)."""
     client = notified_client()
     order = client._notifier_order(ADDRS)
     silent = {order[0]}
@@ -178,24 +178,25 @@ async def test_a_broker_that_does_not_notify_a_group_of_ours_is_never_the_notifi
 
     async def heartbeat_one(addr: str, data: Any) -> bool:
         calls.append((addr, client._notified_elsewhere(addr)))
-        if addr in silent:  # what _heartbeat_one records from the answer
-            client._silent.add(addr)
-        else:
-            client._silent.discard(addr)
+        client._note_silence(addr, addr in silent)  # as the real one does with the answer
         return True
+
+    async def rounds_done() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
 
     client._heartbeat_one = heartbeat_one  # type: ignore[method-assign]
     try:
         await client.send_heartbeat_to_all_broker()
+        await rounds_done()
         assert client._notifier == order[1]
         last_round = calls[-len(ADDRS) :]
         assert sorted(last_round) == sorted((a, a != order[1]) for a in ADDRS)
 
-        silent.update(ADDRS)
+        silent.update(ADDRS)  # switched off on every broker
         calls.clear()
         await client.send_heartbeat_to_all_broker()
-        for _ in range(10):
-            await asyncio.sleep(0)
+        await rounds_done()
         assert client._notifier is None
         assert calls[-len(ADDRS) :] and all(not elsewhere for _, elsewhere in calls[-len(ADDRS) :])
 
@@ -205,3 +206,21 @@ async def test_a_broker_that_does_not_notify_a_group_of_ours_is_never_the_notifi
         assert client._notifier == order[0]
     finally:
         await client.shutdown()
+
+
+def test_when_only_silent_brokers_are_reachable_every_broker_notifies() -> None:
+    """The brokers that notify us are reconnecting: picking one of them would leave the
+    reachable, silent ones quiet for our other groups meanwhile."""
+    client = notified_client()
+    order = client._notifier_order(ADDRS)
+    client._silent = {order[0]}
+    for addr in order[1:]:
+        client.channels[addr].channel_id = None
+    client._pick_notifier(ADDRS)
+    assert client._notifier is None
+    client._silent = set()  # no silent broker: the first in our order, as ever
+    client._pick_notifier(ADDRS)
+    assert client._notifier == order[0]
+    client._silent = {"127.0.0.1:99"}  # gone from the routes: forgotten
+    client._pick_notifier(ADDRS)
+    assert client._silent == set()
