@@ -226,6 +226,7 @@ class Holdings:
     # (cleared then: a join's expect() comes after its start() returned, later than the
     # notifications its heartbeats caused).
     notified: dict[str, float] = field(default_factory=dict)
+    notified_by: dict[str, str] = field(default_factory=dict)  # the broker that told each
     notified_since: float = 0.0
     heard_at: float = 0.0  # time.monotonic() of the last queue or notification line read
 
@@ -256,22 +257,28 @@ class Holdings:
 
     def issued(self, t0: float) -> None:
         """A change's command goes out at ``t0``: its notification reads are counted from now."""
-        self.notified, self.notified_since = {}, t0
+        self.notified, self.notified_by, self.notified_since = {}, {}, t0
 
-    def notified_at(self, t: float, client_id: str) -> None:
-        """A consumer read a notification (a worker's ``N`` line): its first since the change's
-        command (a line of the change before, read late, is not counted)."""
-        if t >= self.notified_since:
-            self.notified.setdefault(client_id, t)
+    def notified_at(self, t: float, client_id: str, broker: str = "") -> None:
+        """A consumer read a notification (a worker's ``N`` line), from ``broker``: its first
+        since the change's command (a line of the change before, read late, is not counted)."""
+        if t >= self.notified_since and client_id not in self.notified:
+            self.notified[client_id] = t
+            self.notified_by[client_id] = broker
 
-    def fan_out(self, members: list[str], t0: float) -> tuple[str, str]:
+    def fan_out(self, members: list[str], t0: float) -> tuple[str, str, str]:
         """(ms from ``t0`` to the first notification read, ms until every member had read
-        one); empty where no member, or not every one, read one."""
-        times = [self.notified[c] for c in members if c in self.notified]
-        if not times:
-            return "", ""
-        first = f"{(min(times) - t0) * 1000:.1f}"
-        return first, f"{(max(times) - t0) * 1000:.1f}" if len(times) == len(members) else ""
+        one, and the last member to read one with the broker that told it); empty where no
+        member, or not every one, read one. The last names where to look when a change's
+        fan-out is late."""
+        read = [(self.notified[c], c) for c in members if c in self.notified]
+        if not read:
+            return "", "", ""
+        first = f"{(min(read)[0] - t0) * 1000:.1f}"
+        if len(read) != len(members):
+            return first, "", ""
+        t, last = max(read)
+        return first, f"{(t - t0) * 1000:.1f}", f"{last} from {self.notified_by[last] or '?'}"
 
     def forget(self, client_id: str) -> None:
         """A killed consumer holds nothing any more (it records no queue_dropped)."""
@@ -380,7 +387,7 @@ class WorkerProcess:
                 self.holdings.event(float(rest[0]), rest[1], rest[2], rest[3])
                 self.holdings.heard_at = time.monotonic()
             elif kind == "N":
-                self.holdings.notified_at(float(rest[0]), rest[1])
+                self.holdings.notified_at(float(rest[0]), rest[1], rest[2] if rest[2:] else "")
                 self.holdings.heard_at = time.monotonic()
             elif kind == "S":
                 self.started[rest[0]] = (rest[1], float(rest[2]))
@@ -623,6 +630,7 @@ TIMES_FIELDS = [
     "after_start_s",
     "first_notified_ms",
     "all_notified_ms",
+    "last_notified",
 ]
 
 
@@ -635,13 +643,14 @@ def _write_time(
     t0: float,
     replied: float,
     after_start: float,
-    fan_out: tuple[str, str],
+    fan_out: tuple[str, str, str],
 ) -> None:
     """One row of ``--times``: the change, its time, for a join when the joiner's ``start()``
     returned (a leave's stop is not waited for: 0), the event that settled it, and when it
     was issued, in seconds after the start settled (the group's timers, the periodic pass and
     the pulls' 15 s long polls, began together then), and the notifications' fan-out: from
-    the command to the first member's reading one, and to the last member's."""
+    the command to the first member's reading one, and to the last member's (and who that
+    was, told by which broker)."""
     assert case.times_csv is not None and holdings.settled_at is not None
     by_cid, mark, key = holdings.settled_by or ("", "", "")
     values = [
@@ -910,7 +919,8 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="append every change to this CSV: its time, when a joiner's start() returned, "
         "the queue event that settled it (and whose), when it came after the start, and when "
-        "the first and the last member read a notification (the workers then report each one)",
+        "the first and the last member read a notification, and who the last was and which "
+        "broker told it (the workers then report each one)",
     )
     parser.add_argument("--plot", type=Path, help="draw the CSV's figures into this PNG")
     parser.add_argument("--plot-only", action="store_true", help="only draw --csv into --plot")
@@ -920,6 +930,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--plot-only needs --csv and --plot")
         plot(args.csv, args.plot)
         return 0
+
     def case(consumers: int, queues: int, strategy: str, handoff: str) -> Case:
         return Case(
             consumers,

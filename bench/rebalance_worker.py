@@ -12,7 +12,7 @@ controller drives it over stdin and reads what happens from stdout, one line eac
 - out ``E T CLIENT_ID + QUEUE`` / ``E T CLIENT_ID - QUEUE``: the protocol trace's queue_added
   and queue_dropped, as they are recorded (``T`` is wall-clock seconds, shared by the processes
   of one machine; ``QUEUE`` is ``broker:queue_id`` of the one topic)
-- with ``--notified``, out ``N T CLIENT_ID``: a consumer read a NOTIFY_CONSUMER_IDS_CHANGED
+- with ``--notified``, out ``N T CLIENT_ID BROKER``: a consumer read a NOTIFY_CONSUMER_IDS_CHANGED
 - with ``--stats S``, every S seconds a line on stderr: notifications received, rebalance
   passes that made an allocation, and how many distinct memberships those used (each one an
   allocation this process computes)
@@ -95,7 +95,7 @@ class Worker:
         if event == "notify_received":
             self.notified += 1
             if self.args.notified:
-                self.write(f"N {time.time():.4f} {rec['client_id']}")
+                self.write(f"N {time.time():.4f} {rec['client_id']} {rec.get('addr') or '-'}")
         elif event == "rebalance_result":
             self.passes += 1
             self.memberships.add(hash(tuple(rec["cid_all"])))

@@ -34,3 +34,17 @@ async def test_the_quiet_wait_lasts_until_no_line_came_for_its_span() -> None:
     assert waited >= 0.05 and time.monotonic() - h.heard_at >= 0.05
     h.heard_at = time.monotonic() - 10  # heard long ago: no wait
     assert await asyncio.wait_for(h.quiet(5, 3600), 30) < 5
+
+
+def test_the_fan_out_names_the_last_member_told_and_the_broker_that_told_it() -> None:
+    h = Holdings(holders={})
+    h.issued(10.0)
+    h.notified_at(9.9, "a", "b:1")  # before the command: the change before's, read late
+    h.notified_at(10.01, "a", "b:1")
+    h.notified_at(10.05, "b", "b:2")
+    h.notified_at(10.06, "b", "b:3")  # a second one: the first counts
+    assert h.fan_out(["a", "b", "c"], 10.0) == ("10.0", "", "")  # c has read none
+    h.notified_at(10.03, "c", "")
+    assert h.fan_out(["a", "b", "c"], 10.0) == ("10.0", "50.0", "b from b:2")
+    assert h.fan_out(["c"], 10.0) == ("30.0", "30.0", "c from ?")
+    assert h.fan_out(["d"], 10.0) == ("", "", "")
