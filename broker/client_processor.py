@@ -321,9 +321,9 @@ class ClientManageProcessor:
             if settings is None:  # RocketMQ skips the group silently; we say so
                 log.warning("heartbeat of a group that does not exist", group=group)
                 continue
-            if consumer.message_model != common_pb2.BROADCASTING and not self._notifies(group):
-                silent.append(group)
             if consumer.message_model != common_pb2.BROADCASTING:
+                if not self._notifies(group):
+                    silent.append(group)
                 self.topics.create_topic_if_absent(
                     retry_topic(group), settings.retry_queue_nums, PermName.READ | PermName.WRITE
                 )

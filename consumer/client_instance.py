@@ -626,11 +626,12 @@ class MQClientInstance:
     def _open_notifiers(self, addrs: list[str], skip: Container[str] = ()) -> Iterator[str]:
         """The brokers of ``addrs`` in our order whose channel is open (when reached), but
         ``skip``."""
-        return (
-            a
-            for a in self._notifier_order(addrs)
-            if a not in skip and a not in self._silent and self._channel_open(a)
-        )
+        return (a for a in self._notifier_order(addrs) if a not in skip and self._may_notify(a))
+
+    def _may_notify(self, addr: str) -> bool:
+        """Whether ``addr`` can be our notifier now: its channel is open, and it did not say
+        it leaves a group of ours untold (``_silent``)."""
+        return addr not in self._silent and self._channel_open(addr)
 
     def _pick_notifier(self, addrs: list[str]) -> None:
         """Before a round: the broker whose NOTIFY_CONSUMER_IDS_CHANGED we take
@@ -643,11 +644,7 @@ class MQClientInstance:
         if not self.config.notified_by_one_broker or not addrs:
             self._notifier = None
             return
-        if (
-            self._notifier in addrs
-            and self._notifier not in self._silent
-            and self._channel_open(self._notifier)
-        ):
+        if self._notifier in addrs and self._may_notify(self._notifier):
             return
         order = [a for a in self._notifier_order(addrs) if a not in self._silent]
         unopened = next((a for a in order if a not in self.channels), None)
