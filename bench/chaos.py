@@ -172,6 +172,8 @@ class RunResult:
     error: str = ""  # a step that could not run (StepFailed), with the seed and the step
     report: TraceReport | None = None
     unsettled: dict[str, list[str]] = field(default_factory=dict)  # queue -> holders, at the end
+    steps_at: list[tuple[int, str]] = field(default_factory=list)  # (ms, step kind) as run
+    explained: list[str] = field(default_factory=list)  # timelines of graceful duplicates
 
     def failures(self) -> list[str]:
         """Why this schedule fails the no-loss rules (empty when it passes)."""
@@ -287,6 +289,81 @@ def duplicate_causes(
     return dict(causes)
 
 
+def graceful_duplicates(
+    report: TraceReport, records: list[dict[str, Any]], broker_kills: list[tuple[str, int]]
+) -> list[str]:
+    """The message keys ``duplicate_causes`` counts to no crash (``graceful``)."""
+    return [
+        key
+        for key, clients in report.duplicates.items()
+        if len(clients) > 1
+        and duplicate_causes(_only(report, key), records, broker_kills).get("graceful")
+    ]
+
+
+def _only(report: TraceReport, key: str) -> TraceReport:
+    """``report`` narrowed to one duplicated message (to classify it alone)."""
+    narrowed = TraceReport(report.start, report.end, crashed_clients=report.crashed_clients)
+    narrowed.duplicates = {key: report.duplicates[key]}
+    return narrowed
+
+
+# The queue's events a duplicate's timeline shows (pulls only when they carried the message).
+_TIMELINE_EVENTS = {
+    "queue_added",
+    "queue_acquired",
+    "queue_releasing",
+    "queue_released",
+    "queue_dropped",
+    "offset_commit",
+}
+
+
+def duplicate_timeline(
+    key: str,
+    records: list[dict[str, Any]],
+    broker_kills: list[tuple[str, int]],
+    steps_at: list[tuple[int, str]],
+    *,
+    before_ms: int = 3000,
+    after_ms: int = 1000,
+) -> list[str]:
+    """What happened around one duplicated message, for a failure's report: the steps and
+    broker kills, its queue's holdings and commits, the pulls that carried it and its
+    consumptions, from ``before_ms`` before its first pull to ``after_ms`` after its last
+    consumption (times relative to the first pull)."""
+    mq, _, off = key.rpartition("@")
+    offset = int(off)
+    mine = [r for r in records if r.get("mq") == mq or mq in r.get("offsets", {})]
+    carried = [
+        r
+        for r in mine
+        if r["event"] == "pull" and "first" in r and r["first"] <= offset < r["next"]
+    ]
+    consumed = [r for r in mine if r["event"] == "consumed" and r["offset"] == offset]
+    if not consumed:
+        return [f"{key}: no consumption traced"]
+    t0 = min(r["ts"] for r in carried + consumed)
+    lo, hi = t0 - before_ms, max(r["ts"] for r in consumed) + after_ms
+    lines: list[tuple[int, str]] = [(t, f"step {kind}") for t, kind in steps_at if lo <= t <= hi]
+    lines += [(t, f"kill -9 {b}") for b, t in broker_kills if lo <= t <= hi]
+    for r in mine:
+        if not lo <= r["ts"] <= hi:
+            continue
+        who = r.get("client_id", "")
+        if r["event"] in _TIMELINE_EVENTS:
+            extra = f" offset {r['offsets'][mq]}" if r["event"] == "offset_commit" else ""
+            extra += f" epoch {r['epoch']}" if "epoch" in r else ""
+            extra += f" at {r['offset']}" if "offset" in r and r["event"] != "consumed" else ""
+            lines.append((r["ts"], f"{r['event']} {who}{extra}"))
+        elif r in carried:
+            lines.append((r["ts"], f"pull {who} [{r['first']}, {r['next']})"))
+        elif r in consumed:
+            lines.append((r["ts"], f"consumed {who}"))
+    lines.sort(key=lambda x: x[0])
+    return [f"{key}:"] + [f"    {t - t0:+7d} ms  {text}" for t, text in lines]
+
+
 def _oneway_keys(records: list[dict[str, Any]]) -> set[str]:
     return {
         f"{r['mq']}@{r['offset'] + i}"
@@ -378,6 +455,7 @@ async def run_schedule(
         send_task = asyncio.create_task(sender.loop(stop))
         for step in schedule.steps:
             await asyncio.sleep(step.pause_ms / 1000)
+            result.steps_at.append((int(time.time() * 1000), step.kind))
             try:
                 if step.kind == "join":
                     await new_consumer()
@@ -455,6 +533,9 @@ async def run_schedule(
         result.lost = [k for k in report.never_consumed if k not in oneway]
         # Every kill counts, this schedule's or another's running beside it on the cluster.
         result.duplicates = duplicate_causes(report, records, cluster.kills)
+        if schedule.handoff == "fenced" and result.duplicates.get("graceful"):
+            for key in graceful_duplicates(report, records, cluster.kills)[:3]:
+                result.explained += duplicate_timeline(key, records, cluster.kills, result.steps_at)
         result.double_ownership_ms = report.total_double_ownership_ms
     finally:
         stop.set()
@@ -518,6 +599,7 @@ async def run_seeds(
                 result = RunResult(schedule, error=str(e))
             results.append(result)
             status = "ok" if not result.failures() else "FAIL: " + "; ".join(result.failures())
+            status += "".join(f"\n  {line}" for line in result.explained)
             print(
                 f"{schedule.describe()}\n  sent {result.sent}, converged in "
                 f"{result.converge_ms / 1000:.1f}s, duplicates {result.duplicates}: {status}",
@@ -539,6 +621,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", type=int, help="run this one seed (as a failure printed it)")
     p.add_argument("--handoff", choices=("classic", "fenced", "both"), default="both")
     p.add_argument("--parallel", type=int, default=1, help="schedules at a time (one cluster)")
+    p.add_argument(
+        "--keep",
+        type=Path,
+        help="write the cluster's files and every process's trace here and keep them "
+        "(by default a temporary folder, removed at the end)",
+    )
     args = p.parse_args(argv)
     configure_logging("ERROR")
     seeds = (
@@ -547,8 +635,12 @@ def main(argv: list[str] | None = None) -> int:
         else list(range(args.first, args.first + args.seeds))
     )
     handoffs = ["classic", "fenced"] if args.handoff == "both" else [args.handoff]
-    with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-        results = run(run_seeds(seeds, handoffs, Path(tmp), args.parallel))
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        results = run(run_seeds(seeds, handoffs, args.keep, args.parallel))
+    else:
+        with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+            results = run(run_seeds(seeds, handoffs, Path(tmp), args.parallel))
     print()
     print(format_table(results))
     failed = [r for r in results if r.failures()]

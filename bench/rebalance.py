@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
 import sys
 import tempfile
@@ -351,6 +352,7 @@ class WorkerProcess:
         stats: float = 0.0,
         stats_name: str = "",
         notified: bool = False,
+        trace: Path | None = None,
     ) -> WorkerProcess:
         with stderr.open("ab") as err:
             proc = await asyncio.create_subprocess_exec(
@@ -372,6 +374,7 @@ class WorkerProcess:
                 handoff,
                 *(["--stats", str(stats), "--stats-name", str(stats_name)] if stats else []),
                 *(["--notified"] if notified else []),
+                *(["--trace", str(trace)] if trace is not None else []),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=err,
@@ -479,8 +482,11 @@ async def _report_start(
         )
 
 
-async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Path) -> CaseResult:
-    """Start ``case.consumers`` over ``workers_n`` processes, then time the changes."""
+async def run_case(
+    cluster: ProcessCluster, case: Case, workers_n: int, tmp: Path, *, trace: bool = False
+) -> CaseResult:
+    """Start ``case.consumers`` over ``workers_n`` processes, then time the changes (each
+    worker's protocol trace in ``tmp`` when ``trace``)."""
     n_brokers = len(cluster.broker_names)
     tag = f"{case.consumers}x{case.queues}_{case.strategy}_{case.handoff}".replace("_", "-")
     topic, group = f"{TOPIC}-{tag}", f"{GROUP}-{tag}"
@@ -509,6 +515,7 @@ async def run_case(cluster: ProcessCluster, case: Case, workers_n: int, tmp: Pat
             case.worker_stats,
             f"w{len(spawned)}",
             notified=True,  # the quiet wait below reads them too
+            trace=tmp / f"trace-{tag}-w{len(spawned)}.jsonl" if trace else None,
         )
 
     workers = [await spawn() for _ in range(workers_n)]
@@ -798,9 +805,16 @@ async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
     )
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="bench-rebalance-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            tmp = str(args.keep)
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-rebalance-"))
         settings = "".join(f"{line}\n" for line in args.broker_setting)
-        async with ProcessCluster(Path(tmp), brokers=args.brokers, settings=settings) as cluster:
+        async with ProcessCluster(
+            Path(tmp), brokers=args.brokers, settings=settings, trace=args.keep is not None
+        ) as cluster:
             for case in cases:
                 if case.queues % args.brokers:
                     raise SystemExit(
@@ -808,7 +822,9 @@ async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
                     )
                 workers = args.procs or max(1, min(8, case.consumers // 16))
                 try:
-                    r = await run_case(cluster, case, workers, Path(tmp))
+                    r = await run_case(
+                        cluster, case, workers, Path(tmp), trace=args.keep is not None
+                    )
                 except TimeoutError as e:  # reported, and the other sizes still run
                     failed.append(f"{case.label} {case.strategy} {case.handoff}: {e}")
                     print(f"{case.label:>12} {case.strategy:>24} {case.handoff:>8} FAILED: {e}")
@@ -914,6 +930,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the sizes of the plot (or those of --size), AVG and bounded hash, classic and fenced",
     )
     parser.add_argument("--csv", type=Path, help="append the figures to this CSV")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="run in this folder and keep it: the cluster's files, the workers' stderr, and "
+        "the protocol trace of every broker (trace-<broker>.jsonl) and worker "
+        "(trace-<size>-w<N>.jsonl), for reading a change's timeline afterwards",
+    )
     parser.add_argument(
         "--times",
         type=Path,

@@ -27,6 +27,7 @@ import asyncio
 import gc
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from aiorocketmq.consumer import (
@@ -241,11 +242,16 @@ def main(argv: list[str] | None = None) -> int:
         help="a line for every notification read (N time client-id): the fan-out's timeline",
     )
     parser.add_argument("--stats-name", default="", help="this worker's name in them")
+    parser.add_argument(
+        "--trace", type=Path, help="also append every protocol-trace record to this JSONL file"
+    )
     args = parser.parse_args(argv)
     from aiorocketmq.logs import configure_logging
     from aiorocketmq.runtime import run
 
     configure_logging("ERROR")
+    if args.trace is not None:
+        tracer.to_file(args.trace)
     sys.stdout.reconfigure(line_buffering=False)  # type: ignore[union-attr]
     run(Worker(args).run())
     return 0

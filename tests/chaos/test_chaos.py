@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.trace_check import check
 from bench.chaos import (
     BROKERS,
     MAX_CONSUMERS,
@@ -17,6 +18,8 @@ from bench.chaos import (
     Schedule,
     Step,
     StepFailed,
+    duplicate_timeline,
+    graceful_duplicates,
     make_schedule,
     run_schedule,
     run_seeds,
@@ -52,6 +55,42 @@ def test_schedules_keep_a_consumer_and_fault_each_thing_once(seed: int) -> None:
 def test_the_ci_seeds_draw_every_kind_of_step() -> None:
     kinds = {s.kind for seed in CI_SEEDS for s in make_schedule(seed).steps}
     assert kinds == set(STEP_KINDS)
+
+
+def test_a_duplicate_counted_to_no_crash_is_shown_with_its_queues_timeline() -> None:
+    """A failing fenced schedule prints, for each duplicate not caused by a crash, what its
+    queue went through: holdings, commits, the pulls that carried it, its consumptions."""
+    q = "MessageQueue [topic=T, brokerName=broker-a, queueId=0]"
+    records = [
+        {"ts": 100, "event": "queue_acquired", "client_id": "A", "mq": q, "epoch": 1, "offset": 0},
+        {"ts": 110, "event": "pull", "client_id": "A", "mq": q, "first": 0, "next": 3},
+        {"ts": 111, "event": "pull", "client_id": "A", "mq": q, "first": 3, "next": 5},
+        {"ts": 120, "event": "consumed", "client_id": "A", "mq": q, "offset": 1},
+        {"ts": 130, "event": "offset_commit", "client_id": "A", "offsets": {q: 3}},
+        {"ts": 140, "event": "queue_releasing", "client_id": "A", "mq": q, "epoch": 1, "offset": 0},
+        {"ts": 150, "event": "queue_acquired", "client_id": "B", "mq": q, "epoch": 2, "offset": 0},
+        {"ts": 160, "event": "consumed", "client_id": "B", "mq": q, "offset": 1},
+        {"ts": 170, "event": "consumed", "client_id": "B", "mq": q, "offset": 2},
+    ]
+    report = check(records)
+    assert graceful_duplicates(report, records, []) == [f"{q}@1"]
+    # A kill -9 of the queue's broker between the first pull and the second consumption is a
+    # broker crash's duplicate, not one of a graceful step.
+    assert graceful_duplicates(report, records, [("broker-a", 145)]) == []
+    lines = duplicate_timeline(f"{q}@1", records, [("broker-b", 115)], [(135, "leave")])
+    assert lines[0] == f"{q}@1:"
+    assert [line.split("ms  ", 1)[1] for line in lines[1:]] == [
+        "queue_acquired A epoch 1 at 0",
+        "pull A [0, 3)",
+        "kill -9 broker-b",
+        "consumed A",
+        "offset_commit A offset 3",
+        "step leave",
+        "queue_releasing A epoch 1 at 0",
+        "queue_acquired B epoch 2 at 0",
+        "consumed B",
+    ]
+    assert lines[2].startswith("         +0 ms")
 
 
 @pytest.mark.process
