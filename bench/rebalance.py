@@ -33,6 +33,7 @@ import csv
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -551,7 +552,12 @@ async def run_case(
             t0 = time.time()
             holdings.issued(t0)
             if kind == "join":
-                name, w = f"j{i:04d}", workers[i % workers_n]
+                # Into the process with the fewest members, so that they stay spread as at the
+                # start; picking by the change's index put every joiner into the even workers
+                # (joins are the even changes), and after as many changes as consumers one
+                # process ran them all.
+                load = Counter(id(m[2]) for m in members)
+                name, w = f"j{i:04d}", min(workers, key=lambda x: load[id(x)])
                 w.send(f"start {name}")
                 cid = await w.client_id(name, 60)
                 members.append((name, cid, w))
