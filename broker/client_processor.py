@@ -128,6 +128,7 @@ class ClientManageProcessor:
             config.notify_consumer_ids_changed_enable,
             min_interval_ms=config.notify_consumer_ids_changed_min_interval_ms,
             ms_per_channel=config.notify_consumer_ids_changed_ms_per_channel,
+            broker_name=config.broker_name,
         )
         self.consumer_manager.append_consumer_ids_change_listener(self.listener)
         self.consumer_manager.append_consumer_ids_change_listener(_TraceListener(config))
@@ -1145,7 +1146,8 @@ def _connection(cci: ClientChannelInfo) -> broker_pb2.Connection:
 
 
 class _TraceListener:
-    """Records each CHANGE of a group (and whether it is pushed to the group's channels)."""
+    """Records each CHANGE of a group with its channels (the notifications pushed are recorded
+    where they are offered: ``DefaultConsumerIdsChangeListener``)."""
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -1161,11 +1163,3 @@ class _TraceListener:
         tracer.record(
             "consumer_table_changed", broker=self.config.broker_name, group=group, clients=clients
         )
-        if self.config.notify_consumer_ids_changed_enable:
-            for c in channels:
-                tracer.record(
-                    "notify_sent",
-                    broker=self.config.broker_name,
-                    group=group,
-                    client_id=c.client_id,
-                )

@@ -84,6 +84,7 @@ from aiorocketmq.broker.client.subscription_data import SubscriptionData
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.membership import MembershipHistory
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+from aiorocketmq.trace import tracer
 
 __all__ = [
     "CHANNEL_EXPIRED_TIMEOUT_MS",
@@ -602,8 +603,10 @@ class DefaultConsumerIdsChangeListener:
         real_time_notify_consumer_change: bool = True,
         min_interval_ms: int = 0,
         ms_per_channel: float = 0.0,
+        broker_name: str = "",
     ) -> None:
         self.notify_consumer_ids_changed_enable = notify_consumer_ids_changed_enable
+        self.broker_name = broker_name  # for the protocol trace's notify_sent
         self.real_time_notify_consumer_change = real_time_notify_consumer_change
         self.min_interval_ms = min_interval_ms
         self.ms_per_channel = ms_per_channel
@@ -695,6 +698,14 @@ class DefaultConsumerIdsChangeListener:
                 event = events[base] = self._event(group, members, version, base, sent_at_ms)
             if channel.offer(event, group=group):
                 sent += 1
+                if tracer.enabled:
+                    tracer.record(
+                        "notify_sent",
+                        broker=self.broker_name,
+                        group=group,
+                        client_id=channel.client_id,
+                        version=version,
+                    )
         self.notifications_sent += sent
         self.notifications_dropped += len(targets) - sent
         log.info(

@@ -120,6 +120,28 @@ def test_a_join_is_sent_as_a_change_to_the_channels_that_hold_the_last_version()
     assert list(new.consumer_id_list) == ["cid-0", "cid-1", "cid-2"]  # a new channel: whole
 
 
+def test_the_trace_names_only_the_channels_a_notification_was_offered_to() -> None:
+    """A channel whose client is notified by another broker gets nothing here, and the
+    protocol trace (``notify_sent``, what the dashboard and the demo show) says so."""
+    from typing import Any
+
+    from aiorocketmq.trace import tracer
+
+    listener = DefaultConsumerIdsChangeListener(broker_name="broker-a")
+    here, elsewhere = Channel("ch-0", "cid-0", "10.0.0.1:1"), Channel("ch-1", "cid-1", "10.0.0.2:1")
+    elsewhere.notified_elsewhere = True
+    seen: list[dict[str, Any]] = []
+    tracer.subscribe(seen.append)
+    try:
+        assert listener.notify_consumer_change("G", [here, elsewhere]) == 1
+    finally:
+        tracer.unsubscribe(seen.append)
+    assert [(r["event"], r["broker"], r["client_id"]) for r in seen] == [
+        ("notify_sent", "broker-a", "cid-0")
+    ]
+    assert _drain(elsewhere) == []
+
+
 def test_a_group_unregistered_sends_whole_lists_again() -> None:
     listener = DefaultConsumerIdsChangeListener()
     channel = Channel("ch", "cid", "10.0.0.1:1")
