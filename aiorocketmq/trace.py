@@ -38,6 +38,8 @@ EVENTS: dict[str, str] = {
     "consumer_started": "consumer: start() finished (the client joined its group)",
     "consumer_shutdown": "consumer: shutdown() began (a graceful leave)",
     "client_unregistered": "broker: UNREGISTER_CLIENT, a graceful leave",
+    "acquire_answered": "broker (fenced): an AcquireQueues answered, with how long it waited "
+    "for releases and for the grant table's durable write",
 }
 
 

@@ -6,12 +6,14 @@ a RocketMQ response code, anything unexpected becomes INTERNAL, and the broker k
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.rpc import guard
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from aiorocketmq.trace import tracer
 
 if TYPE_CHECKING:
     from aiorocketmq.broker.broker_controller import BrokerController
@@ -95,10 +97,24 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     async def AcquireQueues(
         self, request: broker_pb2.AcquireQueuesRequest, context: Ctx
     ) -> broker_pb2.AcquireQueuesResponse:
+        t0 = time.monotonic()
         response = await self.b.client.acquire_queues_waiting(
             request, context.time_remaining(), context.peer()
         )
+        t1 = time.monotonic()
         await self.b.client.grants_durable()  # before the answer: a grant survives a crash
+        if tracer.enabled:
+            tracer.record(
+                "acquire_answered",
+                broker=self.b.config.broker_name,
+                group=request.consumer_group,
+                client_id=request.client_id,
+                asked=len(request.mq_set),
+                granted=len(response.granted),
+                released=len(response.released),
+                wait_ms=round((t1 - t0) * 1000, 1),
+                durable_ms=round((time.monotonic() - t1) * 1000, 1),
+            )
         return response
 
     @guard
