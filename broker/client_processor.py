@@ -365,20 +365,32 @@ class ClientManageProcessor:
         return broker_pb2.HeartbeatResponse(silent_groups=silent)
 
     def unregister_client(
-        self, request: broker_pb2.UnregisterClientRequest
+        self, request: broker_pb2.UnregisterClientRequest, peer: str = ""
     ) -> broker_pb2.UnregisterClientResponse:
-        """UNREGISTER_CLIENT: a graceful leave; the group is notified."""
+        """UNREGISTER_CLIENT: a graceful leave; the group is notified.
+
+        Ours: the releases riding along (``releases``, fenced handoff) are done first, each
+        final offset committed with its release, as ReleaseQueues does.
+        """
         if request.consumer_group:
             check_group(request.consumer_group)
         if request.producer_group:
             check_group(request.producer_group)
+        if request.releases and not request.consumer_group:
+            raise InvalidArgument("releases ride with a consumer_group's unregister only")
         channel = self._channel(request.channel_id, request.client_id)
         info = ClientChannelInfo.for_channel(
             channel, request.client_id or channel.client_id, now=_now_ms()
         )
+        response = broker_pb2.UnregisterClientResponse()
         if request.producer_group:
             self.producer_manager.unregister_producer(request.producer_group, info)
         if request.consumer_group:
+            if request.releases:
+                released = self._release(
+                    request.consumer_group, info.client_id, request.releases, peer
+                )
+                response.released.extend(mq.to_proto() for mq in released)
             # A graceful leave: the consumer's acquires waiting in the group end (answered with
             # nothing more), its grants there are let go, and its watches there end.
             self._end_held_acquires(channel.channel_id, request.consumer_group)
@@ -397,7 +409,7 @@ class ClientManageProcessor:
             self.consumer_manager.unregister_consumer(
                 request.consumer_group, info, self._group_notify_enabled(request.consumer_group)
             )
-        return broker_pb2.UnregisterClientResponse()
+        return response
 
     def registered_subscription(
         self, group: str, topic: str

@@ -73,7 +73,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
     async def UnregisterClient(
         self, request: broker_pb2.UnregisterClientRequest, context: Ctx
     ) -> broker_pb2.UnregisterClientResponse:
-        return self.b.client.unregister_client(request)
+        response = self.b.client.unregister_client(request, context.peer())
+        if request.releases:
+            await self.b.client.grants_durable()  # as ReleaseQueues answers
+        return response
 
     @guard
     async def GetConsumerListByGroup(

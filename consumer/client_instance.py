@@ -19,7 +19,16 @@ import random
 import sys
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Container, Coroutine, Iterable, Iterator
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Container,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, ClassVar, Protocol
 
 from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
@@ -208,20 +217,41 @@ class MQClientInstance:
         self.consumer_table[group] = consumer
         self.convergence.changed(time.monotonic())  # a join: settled at its first balanced pass
 
-    async def unregister_consumer(self, group: str) -> None:
+    async def unregister_consumer(
+        self, group: str, releases: Mapping[str, Sequence[broker_pb2.QueueRelease]] | None = None
+    ) -> dict[str, list[common_pb2.MessageQueue] | None]:
         """Leave the group on every broker at once (UNREGISTER_CLIENT): the brokers notify the
         group. At once, so that they all tell the group about the same membership together;
-        one after the other, a rebalance woken by the first could ask one not told yet."""
+        one after the other, a rebalance woken by the first could ask one not told yet.
+
+        ``releases`` (fenced handoff), by broker name, ride with the unregister to that
+        broker's master; the answer says, for each such broker, what it released (None: no
+        answer, or no open channel to carry them).
+        """
         self.consumer_table.pop(group, None)
+        riding = {
+            addr: name
+            for name in releases or {}
+            if (addr := self.find_broker_addr(name)) is not None
+        }
+        answers: dict[str, list[common_pb2.MessageQueue] | None] = dict.fromkeys(releases or {})
 
         async def leave(addr: str, channel_id: str) -> None:
             request = broker_pb2.UnregisterClientRequest(
                 channel_id=channel_id, client_id=self.client_id, consumer_group=group
             )
+            name = riding.get(addr)
+            if name is not None and releases is not None:
+                request.releases.extend(releases[name])
             try:
-                await call(self.brokers.stub(addr).UnregisterClient, request, self._timeout())
+                response = await call(
+                    self.brokers.stub(addr).UnregisterClient, request, self._timeout()
+                )
             except MQError as e:
                 log.warning("unregister client failed", addr=addr, group=group, error=str(e))
+                return
+            if name is not None:
+                answers[name] = list(response.released)
 
         await asyncio.gather(
             *(
@@ -230,6 +260,7 @@ class MQClientInstance:
                 if channel.channel_id is not None
             )
         )
+        return answers
 
     def _pull_handler(self, group: str) -> PullHandler | None:
         consumer = self.consumer_table.get(group)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -177,10 +177,24 @@ class ConsumerCore:
         if await self.client.send_heartbeat_to_all_broker() and rebalance:
             self.client.rebalance_immediately()
 
-    async def leave(self) -> None:
-        """UNREGISTER_CLIENT everywhere, forget the rebalance state, stop side tasks, release."""
+    async def leave(self, finals: Sequence[tuple[MessageQueue, int]] = ()) -> None:
+        """UNREGISTER_CLIENT everywhere, forget the rebalance state, stop side tasks, release.
+
+        Fenced: the grants of ``finals`` (queue, final offset) are released with it, riding
+        with each broker's unregister (``FencedHandoff.leaving``).
+        """
         assert self.client is not None and self.rebalance_impl is not None
-        await self.client.unregister_consumer(self.consumer_group)
+        if self.fenced is not None and finals:
+            riding = await self.fenced.leaving(list(finals))
+            answers = await self.client.unregister_consumer(
+                self.consumer_group, self.fenced.riders(riding)
+            )
+            self.fenced.left(riding, answers)
+            if self.offset_store is not None:
+                for mq, _ in finals:
+                    self.offset_store.remove_offset(mq)
+        else:
+            await self.client.unregister_consumer(self.consumer_group)
         self.rebalance_impl.destroy()
         if self.fenced is not None:
             self.fenced.close()

@@ -10,7 +10,10 @@ an epoch (the generalisation of RocketMQ's LOCK_BATCH_MQ):
 - **release** on a rebalance that takes the queue away: stop pulling, let the consumption in
   flight finish (bounded by ``handoff_drain_timeout_ms``), then release with the final offset,
   which the broker commits atomically with the release;
-- pulls and commits carry the epoch; a refused one (QUEUE_FENCED) drops the queue at once.
+- pulls and commits carry the epoch; a refused one (QUEUE_FENCED) drops the queue at once;
+- **leave** (``shutdown()``): the grants are released with their final offsets in the
+  UNREGISTER_CLIENT to their broker (``leaving``, ``left``), so that the group is notified
+  without a ReleaseQueues round trip (and its durable write) before it.
 
 A crash releases the grants when the broker sees the channel close; the next owner starts at
 the last committed offset, so only the crashed consumer's uncommitted messages repeat.
@@ -334,16 +337,73 @@ class FencedHandoff:
         The epochs are forgotten either way: the queues are no longer ours. ``ride``: may go
         with an acquire to its broker (``pair``); not a release made inside an acquire.
         """
-        by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
-        for mq, final_offset in finals:
-            epoch = self.epochs.pop(mq, 0)
-            if epoch:
-                by_broker[mq.broker_name].append((mq, epoch, final_offset))
+        by_broker = self._by_broker(finals)
         results = await _each([self._release_one(b, i, ride) for b, i in by_broker.items()])
         released: set[MessageQueue] = set()
         for part in results:
             released |= part
         return released
+
+    def _by_broker(
+        self, finals: Iterable[tuple[MessageQueue, int]]
+    ) -> dict[str, list[tuple[MessageQueue, int, int]]]:
+        """(queue, epoch, final offset) of each grant we hold among ``finals``, by broker; the
+        epochs are forgotten (the queues are no longer ours)."""
+        by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
+        for mq, final_offset in finals:
+            epoch = self.epochs.pop(mq, 0)
+            if epoch:
+                by_broker[mq.broker_name].append((mq, epoch, final_offset))
+        return by_broker
+
+    async def leaving(
+        self, finals: list[tuple[MessageQueue, int]]
+    ) -> dict[str, list[tuple[MessageQueue, int, int]]]:
+        """A leave's releases (queue, final offset): those whose broker has an open channel are
+        returned by broker, to ride with its UNREGISTER_CLIENT (``riders``, then ``left``); the
+        others are released now, alone, before the unregister lets their grants go."""
+        riding: dict[str, list[tuple[MessageQueue, int, int]]] = {}
+        alone: list[Coroutine[Any, Any, set[MessageQueue]]] = []
+        for broker_name, items in self._by_broker(finals).items():
+            if self.client.open_channel_id(broker_name):
+                riding[broker_name] = items
+            else:
+                alone.append(self._release_one(broker_name, items))
+        await _each(alone)
+        return riding
+
+    def riders(
+        self, riding: dict[str, list[tuple[MessageQueue, int, int]]]
+    ) -> dict[str, list[broker_pb2.QueueRelease]]:
+        """The ``QueueRelease`` messages of ``leaving``'s releases, by broker (each recorded
+        as releasing: our holding ends when they are sent)."""
+        out: dict[str, list[broker_pb2.QueueRelease]] = {}
+        for broker_name, items in riding.items():
+            request = broker_pb2.ReleaseQueuesRequest()
+            self._add_releases(request.releases, items)
+            out[broker_name] = list(request.releases)
+        return out
+
+    def left(
+        self,
+        riding: dict[str, list[tuple[MessageQueue, int, int]]],
+        answers: dict[str, list[common_pb2.MessageQueue] | None],
+    ) -> None:
+        """The unregisters' answers to the releases that rode with them. One that got no
+        answer is not sent again (we are leaving): its broker lets the grants go when it
+        unregisters us or our channel closes, and the next owner starts from the last commit."""
+        for broker_name, items in riding.items():
+            released = answers.get(broker_name)
+            if released is None:
+                log.warning(
+                    "releases riding with the unregister got no answer; the broker lets the "
+                    "grants go without their final offsets",
+                    group=self.group,
+                    broker=broker_name,
+                    queues=len(items),
+                )
+                continue
+            self._release_answered(items, released)
 
     async def _release_one(
         self, broker_name: str, items: list[tuple[MessageQueue, int, int]], ride: bool = False

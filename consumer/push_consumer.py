@@ -274,6 +274,7 @@ class PushConsumerImpl(ConsumerCore):
         self.running = False
         tracer.record("consumer_shutdown", group=self.consumer_group, client_id=self.client_id)
         assert self.client is not None and self.rebalance_impl is not None
+        finals: list[tuple[MessageQueue, int]] = []  # fenced: released with the unregister
         if self.consume_service is not None and self.fenced is None:
             await self.consume_service.shutdown(await_terminate_s)
         if self.consume_orderly_service is not None:
@@ -289,16 +290,17 @@ class PushConsumerImpl(ConsumerCore):
                 pq.dropped = True
                 pq.consume_lock.release()
         elif self.fenced is not None:
-            # Release every grant with its final offset once the batches in flight are done.
+            # Every grant is released with its final offset once the batches in flight are
+            # done, riding with the unregister to its broker (``leave``).
             items = list(self.rebalance_impl.process_queue_table.items())
             for _, pq in items:
                 pq.dropped = True
-            await self.rebalance_mode.remove_unnecessary_message_queues(items)
+            finals = await self._drain_fenced(items)
             if self.consume_service is not None:
                 await self.consume_service.shutdown(await_terminate_s)
         else:
             await self.persist_consumer_offset()
-        await self.leave()
+        await self.leave(finals)
         log.info("the consumer shutdown", group=self.consumer_group, client_id=self.client_id)
 
     # ---- what the client instance asks -----------------------------------------------------
@@ -341,6 +343,13 @@ class PushConsumerImpl(ConsumerCore):
 
     async def _release_fenced(self, items: list[tuple[MessageQueue, ProcessQueue]]) -> None:
         """Fenced drop: pulls stopped (dropped); let batches in flight ack; release with the offset."""
+        await self.release_fenced(await self._drain_fenced(items))
+
+    async def _drain_fenced(
+        self, items: list[tuple[MessageQueue, ProcessQueue]]
+    ) -> list[tuple[MessageQueue, int]]:
+        """Let the batches in flight of these dropped queues ack (``handoff_drain_timeout_ms``
+        at most); each queue's final offset then."""
         assert self.offset_store is not None
         for _, pq in items:
             pq.draining = True
@@ -364,7 +373,7 @@ class PushConsumerImpl(ConsumerCore):
             finals.append(
                 (mq, await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY))
             )
-        await self.release_fenced(finals)
+        return finals
 
     def _on_commit_fenced(self, mq: MessageQueue) -> None:
         """The broker refused our commit for ``mq``: the queue moved on; drop it now."""

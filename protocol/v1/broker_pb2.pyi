@@ -147,20 +147,24 @@ class HeartbeatResponse(_message.Message):
     def __init__(self, silent_groups: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UnregisterClientRequest(_message.Message):
-    __slots__ = ("channel_id", "client_id", "producer_group", "consumer_group")
+    __slots__ = ("channel_id", "client_id", "producer_group", "consumer_group", "releases")
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    RELEASES_FIELD_NUMBER: _ClassVar[int]
     channel_id: str
     client_id: str
     producer_group: str
     consumer_group: str
-    def __init__(self, channel_id: _Optional[str] = ..., client_id: _Optional[str] = ..., producer_group: _Optional[str] = ..., consumer_group: _Optional[str] = ...) -> None: ...
+    releases: _containers.RepeatedCompositeFieldContainer[QueueRelease]
+    def __init__(self, channel_id: _Optional[str] = ..., client_id: _Optional[str] = ..., producer_group: _Optional[str] = ..., consumer_group: _Optional[str] = ..., releases: _Optional[_Iterable[_Union[QueueRelease, _Mapping]]] = ...) -> None: ...
 
 class UnregisterClientResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("released",)
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    released: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
+    def __init__(self, released: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
 
 class GetConsumerListByGroupRequest(_message.Message):
     __slots__ = ("consumer_group",)

@@ -614,6 +614,51 @@ async def test_a_release_riding_with_an_acquire_is_done_first_and_hands_its_queu
         assert list(moved.released) == [q1] and [g.message_queue for g in moved.granted] == [q2]
 
 
+async def test_releases_riding_with_the_unregister_commit_their_final_offsets_first(
+    tmp_path: Path,
+) -> None:
+    """A fenced consumer's leave: its grants released with their final offsets in the
+    UNREGISTER_CLIENT itself, done before it leaves the group (the next owner starts at the
+    final offset); a release with a stale epoch is not done (the answer leaves it out), and the
+    unregister still lets that grant go, as without releases. Releases without a consumer
+    group are refused."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        leaving, waiter = await cs.join("leaving"), await cs.join("w")
+        q1, q2 = mq(TOPIC, 1), mq(TOPIC, 2)
+        g1, g2 = (await leaving.acquire(G, [q1, q2])).granted
+        releases = [
+            broker_pb2.QueueRelease(message_queue=q1, epoch=g1.epoch, final_offset=11),
+            broker_pb2.QueueRelease(message_queue=q2, epoch=g2.epoch + 5, final_offset=22),
+        ]
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await leaving.stub.UnregisterClient(
+                broker_pb2.UnregisterClientRequest(
+                    channel_id=leaving.channel_id, client_id=leaving.client_id, releases=releases
+                ),
+                timeout=3,
+            )
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "consumer_group" in (refused.value.details() or "")
+        waiting = asyncio.ensure_future(waiter.acquire(G, [q1, q2], wait_ms=1_500))
+        await asyncio.sleep(0.2)
+        answer = await leaving.stub.UnregisterClient(
+            broker_pb2.UnregisterClientRequest(
+                channel_id=leaving.channel_id,
+                client_id=leaving.client_id,
+                consumer_group=G,
+                releases=releases,
+            ),
+            timeout=3,
+        )
+        assert list(answer.released) == [q1]
+        granted = (await asyncio.wait_for(waiting, 1.2)).granted
+        assert sorted((g.message_queue.queue_id, g.committed_offset) for g in granted) == [
+            (1, 11),
+            (2, -1),  # let go by the unregister, with no final offset committed
+        ]
+        assert await waiter.consumer_ids(G) == [waiter.client_id]
+
+
 async def test_a_holder_that_goes_away_hands_its_queue_to_the_waiting_acquire(
     tmp_path: Path,
 ) -> None:

@@ -315,6 +315,40 @@ async def _pass(fenced: FencedHandoff, drop: MessageQueue, take: MessageQueue) -
     return released, await acquiring
 
 
+async def test_a_leaves_releases_ride_with_the_unregister_where_a_channel_is_open() -> None:
+    """``leaving`` gives the releases to carry in each broker's UNREGISTER_CLIENT (a broker
+    with no open channel gets its release alone, first); ``left`` reads the answers; an
+    unregister that got no answer is logged, not sent again."""
+    from aiorocketmq.trace import tracer
+
+    broker = GrantingBroker()
+    client = broker.client("c1")
+    fenced = FencedHandoff(client, "G")
+    qb = MessageQueue("T", "broker-b", 0)
+    await fenced.acquire([Q0, Q1, qb])
+    epochs = dict(fenced.epochs)
+    client.open_channel_id = lambda name: "ch" if name == "broker-a" else ""  # type: ignore[method-assign]
+    broker.calls.clear()
+    riding = await fenced.leaving([(Q0, 5), (Q1, 6), (qb, 7)])
+    assert broker.calls == ["ReleaseQueues"]  # broker-b's, alone
+    assert broker.grants.holder("G", qb) is None and fenced.epochs == {}
+    assert riding == {"broker-a": [(Q0, epochs[Q0], 5), (Q1, epochs[Q1], 6)]}
+    riders = fenced.riders(riding)
+    assert [(r.message_queue.queue_id, r.epoch, r.final_offset) for r in riders["broker-a"]] == [
+        (0, epochs[Q0], 5),
+        (1, epochs[Q1], 6),
+    ]
+    seen: list[dict[str, Any]] = []
+    tracer.subscribe(seen.append)
+    try:
+        fenced.left(riding, {"broker-a": [Q0.to_proto()]})  # Q1's release was refused
+        fenced.left(riding, {"broker-a": None})  # no answer: logged
+    finally:
+        tracer.unsubscribe(seen.append)
+    assert [(r["event"], r["mq"]) for r in seen] == [("queue_released", str(Q0))]
+    assert fenced.pending == {} and broker.calls == ["ReleaseQueues"]
+
+
 async def test_a_paired_release_rides_with_the_acquire_to_its_broker() -> None:
     broker = GrantingBroker()
     fenced = FencedHandoff(broker.client("c1"), "G")
