@@ -393,6 +393,10 @@ class ConsumerCore:
             self.offset_store.remove_offset(mq)
             if committed >= 0:
                 self.offset_store.update_offset(mq, committed, increase_only=False)
+                if isinstance(self.offset_store, RemoteBrokerOffsetStore):
+                    # The broker holds it (a grant's offset is a stored one, never a default):
+                    # the periodic commit need not send it back.
+                    self.offset_store.committed[mq] = committed
         return grants
 
     async def release_fenced(self, finals: list[tuple[MessageQueue, int]]) -> None:

@@ -453,3 +453,36 @@ async def test_a_release_handed_over_that_no_acquire_takes_goes_alone_at_unpair(
     fenced.unpair()
     assert await releasing == {Q0}
     assert broker.calls == ["AcquireQueues", "ReleaseQueues"]
+
+
+async def test_an_offset_a_grant_gave_is_not_committed_back_by_the_periodic_commit() -> None:
+    """A grant's committed offset is one its broker holds (never a default): the periodic
+    commit (only what the broker does not have) sends it only once consumption moved it. It
+    sent each back, a commit per moved consumer per change."""
+    from types import SimpleNamespace
+
+    from aiorocketmq.consumer.consumer_core import ConsumerCore
+    from aiorocketmq.consumer.offset_store import RemoteBrokerOffsetStore
+
+    sent: list[dict[int, int]] = []
+
+    async def invoke(broker_name: str, method: str, request: Any) -> Any:
+        assert method == "UpdateConsumerOffset"
+        sent.append({o.queue_id: o.offset for o in request.offsets})
+        return broker_pb2.UpdateConsumerOffsetResponse()
+
+    class Granting:
+        async def acquire(
+            self, mqs: list[MessageQueue], *, wait_ms: int = 0
+        ) -> dict[MessageQueue, tuple[int, int]]:
+            return {Q0: (3, 7), Q1: (3, -1)}  # Q1: nothing committed yet
+
+    store = RemoteBrokerOffsetStore("G", invoke)
+    core = SimpleNamespace(fenced=Granting(), offset_store=store)
+    await ConsumerCore.acquire(core, [Q0, Q1])  # type: ignore[arg-type]
+    store.update_offset(Q1, 4, increase_only=False)  # the start offset the consumer chose
+    await store.persist_all({Q0, Q1})
+    assert sent == [{1: 4}]
+    store.update_offset(Q0, 9, increase_only=True)  # consumed
+    await store.persist_all({Q0, Q1})
+    assert sent[1:] == [{0: 9}]
