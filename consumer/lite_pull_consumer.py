@@ -320,9 +320,7 @@ class LitePullConsumerImpl(ConsumerCore):
     settings: LitePullConsumerSettings
     consume_type = common_pb2.CONSUME_ACTIVELY
 
-    def __init__(
-        self, group: str, namesrv_addr: str, settings: LitePullConsumerSettings
-    ) -> None:
+    def __init__(self, group: str, namesrv_addr: str, settings: LitePullConsumerSettings) -> None:
         super().__init__(group, namesrv_addr, settings)
         self.subscription_type = SubscriptionType.NONE
         self._assign_expressions: dict[str, str] = {}  # assign mode: topic -> expression
@@ -448,10 +446,9 @@ class LitePullConsumerImpl(ConsumerCore):
             await self._commit_all()
         else:
             await self.persist_consumer_offset()
-        await self.client.unregister_consumer(self.consumer_group)
         for mq in sorted(self.states):
             self._drop_state(mq, record=self.subscription_type is SubscriptionType.ASSIGN)
-        await self.leave()
+        await self.leave()  # UNREGISTER_CLIENT (it was sent twice: here and in leave)
         log.info("the consumer shutdown", group=self.consumer_group, client_id=self.client_id)
 
     async def _stop_tasks(self) -> None:

@@ -29,8 +29,6 @@ pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=QUEUES)
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 
 
-
-
 @pytest.fixture
 async def producer(cluster: LocalCluster) -> AsyncIterator[Producer]:
     async with Producer("lite-pg", cluster.namesrv_addr) as p:
@@ -451,3 +449,22 @@ async def test_bad_input_raises_clear_errors(cluster: LocalCluster, producer: Pr
         await assigned.shutdown()
     with pytest.raises(RuntimeError, match="shut down"):
         await assigned.start()
+
+
+async def test_a_shutdown_unregisters_once_from_each_broker(cluster: LocalCluster) -> None:
+    """One UNREGISTER_CLIENT per broker (it went twice: before the states were dropped, and
+    again in the common leave)."""
+    from aiorocketmq.trace import tracer
+
+    c = lite(cluster, "lite-once", "c1")
+    c.subscribe(TOPIC)
+    await c.start()
+    await wait_until(lambda: len(c.assignment()) == 2 * QUEUES, timeout=15, message="assigned")
+    seen: list[dict[str, Any]] = []
+    tracer.subscribe(seen.append)
+    try:
+        await c.shutdown()
+    finally:
+        tracer.unsubscribe(seen.append)
+    brokers = sorted(r["broker"] for r in seen if r["event"] == "client_unregistered")
+    assert brokers == sorted(BROKERS)
