@@ -218,7 +218,11 @@ class MQClientInstance:
         self.convergence.changed(time.monotonic())  # a join: settled at its first balanced pass
 
     async def unregister_consumer(
-        self, group: str, releases: Mapping[str, Sequence[broker_pb2.QueueRelease]] | None = None
+        self,
+        group: str,
+        releases: Mapping[str, Sequence[broker_pb2.QueueRelease]] | None = None,
+        *,
+        only: Container[str] | None = None,
     ) -> dict[str, list[common_pb2.MessageQueue] | None]:
         """Leave the group on every broker at once (UNREGISTER_CLIENT): the brokers notify the
         group. At once, so that they all tell the group about the same membership together;
@@ -226,7 +230,7 @@ class MQClientInstance:
 
         ``releases`` (fenced handoff), by broker name, ride with the unregister to that
         broker's master; the answer says, for each such broker, what it released (None: no
-        answer, or no open channel to carry them).
+        answer, or no open channel to carry them). ``only``: to these brokers (by name) alone.
         """
         self.consumer_table.pop(group, None)
         riding = {
@@ -257,7 +261,7 @@ class MQClientInstance:
             *(
                 leave(addr, channel.channel_id)
                 for addr, channel in list(self.channels.items())
-                if channel.channel_id is not None
+                if channel.channel_id is not None and (only is None or channel.broker_name in only)
             )
         )
         return answers

@@ -189,7 +189,11 @@ class ConsumerCore:
             answers = await self.client.unregister_consumer(
                 self.consumer_group, self.fenced.riders(riding)
             )
-            self.fenced.left(riding, answers)
+            unanswered = self.fenced.left(riding, answers)
+            if unanswered:
+                # Refused or lost: each release alone, then the unregister again, there.
+                await self.fenced.release_alone(unanswered)
+                await self.client.unregister_consumer(self.consumer_group, only=set(unanswered))
             if self.offset_store is not None:
                 for mq, _ in finals:
                     self.offset_store.remove_offset(mq)

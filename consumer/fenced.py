@@ -388,22 +388,29 @@ class FencedHandoff:
         self,
         riding: dict[str, list[tuple[MessageQueue, int, int]]],
         answers: dict[str, list[common_pb2.MessageQueue] | None],
-    ) -> None:
-        """The unregisters' answers to the releases that rode with them. One that got no
-        answer is not sent again (we are leaving): its broker lets the grants go when it
-        unregisters us or our channel closes, and the next owner starts from the last commit."""
+    ) -> dict[str, list[tuple[MessageQueue, int, int]]]:
+        """The unregisters' answers to the releases that rode with them; the releases of the
+        brokers that gave none (refused or lost: a broker restarted knows our channel no more),
+        for ``release_alone``."""
+        unanswered: dict[str, list[tuple[MessageQueue, int, int]]] = {}
         for broker_name, items in riding.items():
             released = answers.get(broker_name)
             if released is None:
                 log.warning(
-                    "releases riding with the unregister got no answer; the broker lets the "
-                    "grants go without their final offsets",
+                    "releases riding with the unregister got no answer; sent alone",
                     group=self.group,
                     broker=broker_name,
                     queues=len(items),
                 )
-                continue
-            self._release_answered(items, released)
+                unanswered[broker_name] = items
+            else:
+                self._release_answered(items, released)
+        return unanswered
+
+    async def release_alone(self, items: dict[str, list[tuple[MessageQueue, int, int]]]) -> None:
+        """ReleaseQueues for releases an unregister did not carry through (``left``): one
+        already done is refused as no longer ours, which changes nothing."""
+        await _each([self._release_one(b, i) for b, i in items.items()])
 
     async def _release_one(
         self, broker_name: str, items: list[tuple[MessageQueue, int, int]], ride: bool = False

@@ -341,12 +341,19 @@ async def test_a_leaves_releases_ride_with_the_unregister_where_a_channel_is_ope
     seen: list[dict[str, Any]] = []
     tracer.subscribe(seen.append)
     try:
-        fenced.left(riding, {"broker-a": [Q0.to_proto()]})  # Q1's release was refused
-        fenced.left(riding, {"broker-a": None})  # no answer: logged
+        assert fenced.left(riding, {"broker-a": [Q0.to_proto()]}) == {}  # Q1's was refused
+        assert [(r["event"], r["mq"]) for r in seen] == [("queue_released", str(Q0))]
+        # No answer (a broker restarted: our channel unknown there, the unregister refused):
+        # the releases go alone, as ReleaseQueues, which matches the grants' epochs.
+        unanswered = fenced.left(riding, {"broker-a": None})
+        assert unanswered == riding
+        seen.clear()
+        await fenced.release_alone(unanswered)
     finally:
         tracer.unsubscribe(seen.append)
-    assert [(r["event"], r["mq"]) for r in seen] == [("queue_released", str(Q0))]
-    assert fenced.pending == {} and broker.calls == ["ReleaseQueues"]
+    assert broker.calls == ["ReleaseQueues", "ReleaseQueues"]
+    assert [r["mq"] for r in seen if r["event"] == "queue_released"] == [str(Q0), str(Q1)]
+    assert broker.grants.holder("G", Q0) is None and fenced.pending == {}
 
 
 async def test_a_paired_release_rides_with_the_acquire_to_its_broker() -> None:
