@@ -192,7 +192,7 @@ class ConsumerCore:
             unanswered = self.fenced.left(riding, answers)
             if unanswered:
                 # Refused or lost: each release alone, then the unregister again, there.
-                await self.fenced.release_alone(unanswered)
+                await self.fenced.release_each(unanswered)
                 await self.client.unregister_consumer(self.consumer_group, only=set(unanswered))
             if self.offset_store is not None:
                 for mq, _ in finals:

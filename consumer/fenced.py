@@ -32,16 +32,13 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Coroutine, Iterable, Set
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from aiorocketmq.trace import tracer
-
-if TYPE_CHECKING:
-    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 __all__ = ["FencedHandoff"]
 
@@ -228,7 +225,7 @@ class FencedHandoff:
                 wait_millis=wait_ms,
             )
             if ride is not None:
-                self._add_releases(request.releases, ride.items)
+                request.releases.extend(self._releases(ride.items))
             response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
         except BaseException as e:
             if ride is not None:  # perhaps done by the broker: owed, sent again before a pass
@@ -325,8 +322,7 @@ class FencedHandoff:
         by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
         for mq, (epoch, final_offset) in sorted(self.pending.items()):
             by_broker[mq.broker_name].append((mq, epoch, final_offset))
-        results = await _each([self._release_one(b, i) for b, i in by_broker.items()])
-        return set().union(*results)
+        return await self.release_each(by_broker)
 
     async def release(
         self, finals: list[tuple[MessageQueue, int]], *, ride: bool = True
@@ -337,12 +333,17 @@ class FencedHandoff:
         The epochs are forgotten either way: the queues are no longer ours. ``ride``: may go
         with an acquire to its broker (``pair``); not a release made inside an acquire.
         """
-        by_broker = self._by_broker(finals)
+        return await self.release_each(self._by_broker(finals), ride=ride)
+
+    async def release_each(
+        self, by_broker: dict[str, list[tuple[MessageQueue, int, int]]], *, ride: bool = False
+    ) -> set[MessageQueue]:
+        """Release (queue, epoch, final offset) by broker, the brokers at once (``ride``: each
+        may go with an acquire to its broker); the queues released. Also for the releases an
+        unregister did not carry through (``left``): one already done is refused as no longer
+        ours, which changes nothing."""
         results = await _each([self._release_one(b, i, ride) for b, i in by_broker.items()])
-        released: set[MessageQueue] = set()
-        for part in results:
-            released |= part
-        return released
+        return set().union(*results)
 
     def _by_broker(
         self, finals: Iterable[tuple[MessageQueue, int]]
@@ -363,13 +364,10 @@ class FencedHandoff:
         returned by broker, to ride with its UNREGISTER_CLIENT (``riders``, then ``left``); the
         others are released now, alone, before the unregister lets their grants go."""
         riding: dict[str, list[tuple[MessageQueue, int, int]]] = {}
-        alone: list[Coroutine[Any, Any, set[MessageQueue]]] = []
+        alone: dict[str, list[tuple[MessageQueue, int, int]]] = {}
         for broker_name, items in self._by_broker(finals).items():
-            if self.client.open_channel_id(broker_name):
-                riding[broker_name] = items
-            else:
-                alone.append(self._release_one(broker_name, items))
-        await _each(alone)
+            (riding if self.client.open_channel_id(broker_name) else alone)[broker_name] = items
+        await self.release_each(alone)
         return riding
 
     def riders(
@@ -377,12 +375,7 @@ class FencedHandoff:
     ) -> dict[str, list[broker_pb2.QueueRelease]]:
         """The ``QueueRelease`` messages of ``leaving``'s releases, by broker (each recorded
         as releasing: our holding ends when they are sent)."""
-        out: dict[str, list[broker_pb2.QueueRelease]] = {}
-        for broker_name, items in riding.items():
-            request = broker_pb2.ReleaseQueuesRequest()
-            self._add_releases(request.releases, items)
-            out[broker_name] = list(request.releases)
-        return out
+        return {broker_name: self._releases(items) for broker_name, items in riding.items()}
 
     def left(
         self,
@@ -391,7 +384,7 @@ class FencedHandoff:
     ) -> dict[str, list[tuple[MessageQueue, int, int]]]:
         """The unregisters' answers to the releases that rode with them; the releases of the
         brokers that gave none (refused or lost: a broker restarted knows our channel no more),
-        for ``release_alone``."""
+        for ``release_each``."""
         unanswered: dict[str, list[tuple[MessageQueue, int, int]]] = {}
         for broker_name, items in riding.items():
             released = answers.get(broker_name)
@@ -407,11 +400,6 @@ class FencedHandoff:
                 self._release_answered(items, released)
         return unanswered
 
-    async def release_alone(self, items: dict[str, list[tuple[MessageQueue, int, int]]]) -> None:
-        """ReleaseQueues for releases an unregister did not carry through (``left``): one
-        already done is refused as no longer ours, which changes nothing."""
-        await _each([self._release_one(b, i) for b, i in items.items()])
-
     async def _release_one(
         self, broker_name: str, items: list[tuple[MessageQueue, int, int]], ride: bool = False
     ) -> set[MessageQueue]:
@@ -425,7 +413,7 @@ class FencedHandoff:
         request = broker_pb2.ReleaseQueuesRequest(
             consumer_group=self.group, client_id=self.client.client_id
         )
-        self._add_releases(request.releases, items)
+        request.releases.extend(self._releases(items))
         try:
             response = await self.client.invoke_broker(broker_name, "ReleaseQueues", request)
         except MQError as e:
@@ -433,13 +421,17 @@ class FencedHandoff:
         assert isinstance(response, broker_pb2.ReleaseQueuesResponse)
         return self._release_answered(items, response.released)
 
-    def _add_releases(
-        self,
-        releases: RepeatedCompositeFieldContainer[broker_pb2.QueueRelease],
-        items: list[tuple[MessageQueue, int, int]],
-    ) -> None:
+    def _releases(
+        self, items: list[tuple[MessageQueue, int, int]]
+    ) -> list[broker_pb2.QueueRelease]:
+        """The ``QueueRelease`` of each (queue, epoch, final offset), for any request."""
+        releases: list[broker_pb2.QueueRelease] = []
         for mq, epoch, final_offset in items:
-            releases.add(message_queue=mq.to_proto(), epoch=epoch, final_offset=final_offset)
+            releases.append(
+                broker_pb2.QueueRelease(
+                    message_queue=mq.to_proto(), epoch=epoch, final_offset=final_offset
+                )
+            )
             # Our holding ends here: nothing is pulled or consumed any more. Recorded before the
             # call because the broker may hand the queue on before its answer reaches us.
             tracer.record(
@@ -450,6 +442,7 @@ class FencedHandoff:
                 epoch=epoch,
                 offset=final_offset,
             )
+        return releases
 
     def _release_failed(
         self, broker_name: str, items: list[tuple[MessageQueue, int, int]], error: MQError | None

@@ -348,7 +348,7 @@ async def test_a_leaves_releases_ride_with_the_unregister_where_a_channel_is_ope
         unanswered = fenced.left(riding, {"broker-a": None})
         assert unanswered == riding
         seen.clear()
-        await fenced.release_alone(unanswered)
+        await fenced.release_each(unanswered)
     finally:
         tracer.unsubscribe(seen.append)
     assert broker.calls == ["ReleaseQueues", "ReleaseQueues"]
