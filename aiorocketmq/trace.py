@@ -2,7 +2,8 @@
 
 The event names are a table (``EVENTS``) so tests, the trace checker and the demo's narration
 read the same words. Recording is off unless a sink is installed, and costs one attribute test
-then. Every record carries ``ts`` (ms, wall clock), ``event`` and the ids as fields.
+then (a call site whose fields cost more to build, a sort or a string per queue, tests
+``tracer.enabled`` first). Every record carries ``ts`` (ms, wall clock), ``event`` and the ids as fields.
 """
 
 from __future__ import annotations

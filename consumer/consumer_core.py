@@ -195,8 +195,7 @@ class ConsumerCore:
                 await self.fenced.release_each(unanswered)
                 await self.client.unregister_consumer(self.consumer_group, only=set(unanswered))
             if self.offset_store is not None:
-                for mq, _ in finals:
-                    self.offset_store.remove_offset(mq)
+                self.offset_store.remove_offsets(mq for mq, _ in finals)
         else:
             await self.client.unregister_consumer(self.consumer_group)
         self.rebalance_impl.destroy()
@@ -303,8 +302,7 @@ class ConsumerCore:
         store = self.offset_store
         if not isinstance(store, RemoteBrokerOffsetStore):
             return list(await asyncio.gather(*(self.compute_pull_from_where(mq) for mq in mqs)))
-        for mq in mqs:
-            store.remove_offset(mq)  # removeDirtyOffset
+        store.remove_offsets(mqs)  # removeDirtyOffset
         stored = await store.read_offsets_from_store(mqs)
         return list(await asyncio.gather(*(self.pull_from_where(mq, stored[mq]) for mq in mqs)))
 
@@ -407,8 +405,7 @@ class ConsumerCore:
         """Release each queue's grant with its final offset, then forget the queue's offset."""
         assert self.fenced is not None and self.offset_store is not None
         await self.fenced.release(finals)
-        for mq, _ in finals:
-            self.offset_store.remove_offset(mq)
+        self.offset_store.remove_offsets(mq for mq, _ in finals)
 
     async def on_pull_fenced(self, mq: MessageQueue, error: QueueFenced) -> None:
         """A pull was refused (fenced handoff): the queue moved on; stop pulling it at once."""
@@ -425,15 +422,16 @@ class ConsumerCore:
     def record_pull(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int) -> None:
         """The trace's ``pull`` record: what one pull brought, and where the next one starts."""
         self.stats.pulled(mq.topic, len(msgs), time.monotonic())
-        tracer.record(
-            "pull",
-            group=self.consumer_group,
-            client_id=self.client_id,
-            mq=str(mq),
-            count=len(msgs),
-            first=msgs[0].queue_offset,
-            next=next_offset,
-        )
+        if tracer.enabled:
+            tracer.record(
+                "pull",
+                group=self.consumer_group,
+                client_id=self.client_id,
+                mq=str(mq),
+                count=len(msgs),
+                first=msgs[0].queue_offset,
+                next=next_offset,
+            )
 
     def running_info(self) -> broker_pb2.ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO: what this consumer holds, its settings and its rates."""
@@ -482,8 +480,7 @@ class ConsumerCore:
         """A dropped queue's offset, persisted (one commit per broker), then forgotten."""
         assert self.offset_store is not None
         await self.offset_store.persist_many(mqs)
-        for mq in mqs:
-            self.offset_store.remove_offset(mq)
+        self.offset_store.remove_offsets(mqs)
 
 
 class ConsumerAPI:

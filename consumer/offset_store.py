@@ -79,6 +79,7 @@ class OffsetStore(Protocol):
     async def persist(self, mq: MessageQueue) -> None: ...
     async def persist_many(self, mqs: list[MessageQueue]) -> None: ...
     def remove_offset(self, mq: MessageQueue) -> None: ...
+    def remove_offsets(self, mqs: Iterable[MessageQueue]) -> None: ...
     def clone_offset_table(self, topic: str) -> dict[MessageQueue, int]: ...
 
 
@@ -105,6 +106,11 @@ class _MemoryTable:
 
     def remove_offset(self, mq: MessageQueue) -> None:
         self.offset_table.pop(mq, None)
+
+    def remove_offsets(self, mqs: Iterable[MessageQueue]) -> None:
+        """Forget these queues' offsets (queues let go, or about to be read afresh)."""
+        for mq in mqs:
+            self.remove_offset(mq)
 
     def clone_offset_table(self, topic: str) -> dict[MessageQueue, int]:
         return {
@@ -236,13 +242,14 @@ class RemoteBrokerOffsetStore(_MemoryTable):
             request.offsets.add(
                 topic=mq.topic, queue_id=mq.queue_id, offset=offset, epoch=self.epochs.get(mq, 0)
             )
-        tracer.record(
-            "offset_commit",
-            group=self.group,
-            client_id=self.client_id,
-            broker=broker_name,
-            offsets={str(mq): off for mq, off in entries.items()},
-        )
+        if tracer.enabled:
+            tracer.record(
+                "offset_commit",
+                group=self.group,
+                client_id=self.client_id,
+                broker=broker_name,
+                offsets={str(mq): off for mq, off in entries.items()},
+            )
         try:
             await self._invoke(broker_name, "UpdateConsumerOffset", request)
             self.committed.update(entries)

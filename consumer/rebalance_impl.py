@@ -264,16 +264,17 @@ class RebalanceImpl:
             return False
         allocate_result_set = set(result or [])
         self.allocation[topic] = allocate_result_set
-        tracer.record(
-            "rebalance_result",
-            group=self.consumer_group,
-            client_id=self.client.client_id,
-            topic=topic,
-            strategy=strategy.name,
-            cid_all=cid_all,
-            mq_all=len(mq_all),
-            result=sorted(str(mq) for mq in allocate_result_set),
-        )
+        if tracer.enabled:  # its fields cost a sort and a string per queue: only when traced
+            tracer.record(
+                "rebalance_result",
+                group=self.consumer_group,
+                client_id=self.client.client_id,
+                topic=topic,
+                strategy=strategy.name,
+                cid_all=cid_all,
+                mq_all=len(mq_all),
+                result=sorted(str(mq) for mq in allocate_result_set),
+            )
         changed = await self.update_process_queue_table_in_rebalance(
             topic, allocate_result_set, need_lock=is_order, wait_ms=self.acquire_wait_ms
         )

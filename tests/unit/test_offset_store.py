@@ -146,6 +146,23 @@ async def test_the_periodic_commit_leaves_out_what_the_broker_has_until_it_recon
     assert committed() == [("broker-b", 41)]
 
 
+async def test_remove_offsets_forgets_the_offsets_and_what_the_broker_acknowledged() -> None:
+    """Queues let go: both their offsets and their last acknowledged commits are forgotten, so
+    a queue taken again is read anew and its first commit is sent; the others are kept."""
+    broker = FakeBroker()
+    store = RemoteBrokerOffsetStore("g", broker)
+    store.update_offset(MQ, 5, increase_only=False)
+    store.update_offset(MQ2, 40, increase_only=False)
+    await store.persist_all({MQ, MQ2})
+    store.remove_offsets(mq for mq in [MQ2])
+    assert store.clone_offset_table("T") == {MQ: 5}
+    assert store.committed == {MQ: 5}
+    local = LocalFileOffsetStore("g", "cid", Path("unused"))
+    local.update_offset(MQ, 1, increase_only=False)
+    local.remove_offsets([MQ])
+    assert local.clone_offset_table("") == {}
+
+
 async def test_a_fenced_store_commits_only_the_queues_it_holds_a_grant_for() -> None:
     """Fenced, a queue whose grant is gone (its release under way: the answer of a release
     riding with an acquire comes after the acquire's wait) is not committed: without an epoch
