@@ -354,12 +354,13 @@ class WorkerProcess:
         stats_name: str = "",
         notified: bool = False,
         trace: Path | None = None,
+        nice: int = WORKER_NICE,
     ) -> WorkerProcess:
         with stderr.open("ab") as err:
             proc = await asyncio.create_subprocess_exec(
                 "nice",
                 "-n",
-                str(WORKER_NICE),
+                str(nice),
                 sys.executable,
                 "-m",
                 "bench.rebalance_worker",
@@ -436,6 +437,7 @@ class Case:
     worker_stats: float = 0.0  # seconds between each worker's stats lines (0: none)
     times_csv: Path | None = None  # every change's time, and the event that settled it
     warmup: float = WARMUP_S  # from the start's settling to the first change
+    worker_nice: int = WORKER_NICE  # the consumer processes' nice level
 
     @property
     def label(self) -> str:
@@ -517,6 +519,7 @@ async def run_case(
             f"w{len(spawned)}",
             notified=True,  # the quiet wait below reads them too
             trace=tmp / f"trace-{tag}-w{len(spawned)}.jsonl" if trace else None,
+            nice=case.worker_nice,
         )
 
     workers = [await spawn() for _ in range(workers_n)]
@@ -925,6 +928,15 @@ def main(argv: list[str] | None = None) -> int:
         "to workers.stderr (in the run's temporary folder)",
     )
     parser.add_argument(
+        "--worker-nice",
+        type=int,
+        default=WORKER_NICE,
+        metavar="N",
+        help="the consumer processes' nice level (default %(default)s: the brokers first, "
+        "which at 1,000 consumers keeps their heartbeats within the deadline; 0: the "
+        "consumers and brokers share the cores as equals)",
+    )
+    parser.add_argument(
         "--procs",
         type=int,
         default=0,
@@ -972,6 +984,7 @@ def main(argv: list[str] | None = None) -> int:
             args.worker_stats,
             args.times,
             args.warmup,
+            args.worker_nice,
         )
 
     if args.sweep:
