@@ -124,6 +124,9 @@ class ProcessCluster:
     async def wait_registered(self, names: list[str], timeout: float = 30.0) -> None:
         """Until the name server lists every broker of ``names`` (RuntimeError after ``timeout``)."""
         deadline = asyncio.get_running_loop().time() + timeout
+        # A name server still starting refuses connections, which its client logs as a warning
+        # each time: ask it only once it listens.
+        await _listening(self.namesrv_addr, deadline)
         async with NameServerClient(self.namesrv_addr) as ns:
             while asyncio.get_running_loop().time() < deadline:
                 try:
@@ -183,17 +186,19 @@ class ProcessCluster:
         raise RuntimeError(f"topic {topic} not routed in time")
 
     async def stop(self) -> None:
+        """The brokers first, then the name server (as ``mqshutdown`` does): a broker stopping
+        unregisters from the name servers, which must still be there to answer."""
         await self.conns.close()
-        procs = [*self.brokers.values(), *([self.namesrv] if self.namesrv else [])]
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                await asyncio.to_thread(p.wait, 10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        for group in ([*self.brokers.values()], [self.namesrv] if self.namesrv else []):
+            for p in group:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in group:
+                try:
+                    await asyncio.to_thread(p.wait, 10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         self.brokers.clear()
         self.namesrv = None
 
@@ -212,6 +217,21 @@ class ProcessCluster:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+async def _listening(addr: str, deadline: float) -> None:
+    """Return once ``addr`` (host:port) accepts a TCP connection, or at ``deadline`` (loop time)."""
+    host, port = addr.rsplit(":", 1)
+    loop = asyncio.get_running_loop()
+    while loop.time() < deadline:
+        try:
+            _, writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
 
 
 class ConsumerProcess:
