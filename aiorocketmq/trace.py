@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,38 +51,61 @@ class Tracer:
         self.enabled = False
         self.pid = os.getpid()
         self._file: TextIO | None = None
-        self._callbacks: list[Callable[[dict[str, Any]], None]] = []
+        # (callback, the events it takes; None: all).
+        self._callbacks: list[tuple[Callable[[dict[str, Any]], None], frozenset[str] | None]] = []
+        # The events some sink takes (None: all): a record nobody takes is not built.
+        self._wanted: frozenset[str] | None = None
 
     def record(self, event: str, **fields: Any) -> None:
         if not self.enabled:
             return
         if event not in EVENTS:
             raise ValueError(f"unknown trace event {event!r}")
+        if self._wanted is not None and event not in self._wanted:
+            return
         rec = {"ts": int(time.time() * 1000), "event": event, "pid": self.pid, **fields}
         if self._file is not None:
             self._file.write(json.dumps(rec, default=str) + "\n")
-        for cb in list(self._callbacks):
-            cb(rec)
+        for cb, events in list(self._callbacks):
+            if events is None or event in events:
+                cb(rec)
 
     def to_file(self, path: Path) -> None:
         self.close_file()
         self._file = path.open("a", buffering=1)
-        self.enabled = True
+        self._refresh()
 
     def close_file(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
-        self.enabled = bool(self._callbacks)
+        self._refresh()
 
-    def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
-        self._callbacks.append(callback)
-        self.enabled = True
+    def subscribe(
+        self, callback: Callable[[dict[str, Any]], None], events: Iterable[str] | None = None
+    ) -> None:
+        """``callback`` gets every record, or only those of ``events`` (a harness that reads a
+        few events spares the processes it measures the building of the others)."""
+        wanted = None if events is None else frozenset(events)
+        unknown = sorted(wanted - EVENTS.keys()) if wanted is not None else []
+        if unknown:
+            raise ValueError(f"unknown trace events {unknown}")
+        self._callbacks.append((callback, wanted))
+        self._refresh()
 
     def unsubscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
-        if callback in self._callbacks:
-            self._callbacks.remove(callback)
+        for i, (cb, _) in enumerate(self._callbacks):
+            if cb == callback:
+                del self._callbacks[i]
+                break
+        self._refresh()
+
+    def _refresh(self) -> None:
         self.enabled = bool(self._callbacks) or self._file is not None
+        wanted: frozenset[str] | None = frozenset()
+        for _, events in self._callbacks:
+            wanted = None if wanted is None or events is None else wanted | events
+        self._wanted = None if self._file is not None else wanted
 
 
 tracer = Tracer()
