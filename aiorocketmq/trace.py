@@ -2,8 +2,9 @@
 
 The event names are a table (``EVENTS``) so tests, the trace checker and the demo's narration
 read the same words. Recording is off unless a sink is installed, and costs one attribute test
-then (a call site whose fields cost more to build, a sort or a string per queue, tests
-``tracer.enabled`` first). Every record carries ``ts`` (ms, wall clock), ``event`` and the ids as fields.
+then (a call site whose fields cost more to build, a sort or a string per queue, asks
+``tracer.wants(event)`` first). Every record carries ``ts`` (ms, wall clock), ``event`` and
+the ids as fields.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ class Tracer:
         self._callbacks: list[tuple[Callable[[dict[str, Any]], None], frozenset[str] | None]] = []
         # The events some sink takes (None: all): a record nobody takes is not built.
         self._wanted: frozenset[str] | None = None
+
+    def wants(self, event: str) -> bool:
+        """Whether a record of ``event`` would reach a sink: a call site whose fields cost
+        something to build asks this first."""
+        return self.enabled and (self._wanted is None or event in self._wanted)
 
     def record(self, event: str, **fields: Any) -> None:
         if not self.enabled:

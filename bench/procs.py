@@ -223,14 +223,17 @@ async def _listening(addr: str, deadline: float) -> None:
     """Return once ``addr`` (host:port) accepts a TCP connection, or at ``deadline`` (loop time)."""
     host, port = addr.rsplit(":", 1)
     loop = asyncio.get_running_loop()
-    while loop.time() < deadline:
+    while (left := deadline - loop.time()) > 0:
         try:
-            _, writer = await asyncio.open_connection(host, int(port))
-        except OSError:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), left)
+        except (OSError, TimeoutError):
             await asyncio.sleep(0.05)
             continue
         writer.close()
-        await writer.wait_closed()
+        try:
+            await writer.wait_closed()
+        except OSError:
+            pass
         return
 
 

@@ -422,7 +422,7 @@ class ConsumerCore:
     def record_pull(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int) -> None:
         """The trace's ``pull`` record: what one pull brought, and where the next one starts."""
         self.stats.pulled(mq.topic, len(msgs), time.monotonic())
-        if tracer.enabled:
+        if tracer.wants("pull"):
             tracer.record(
                 "pull",
                 group=self.consumer_group,

@@ -242,7 +242,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
             request.offsets.add(
                 topic=mq.topic, queue_id=mq.queue_id, offset=offset, epoch=self.epochs.get(mq, 0)
             )
-        if tracer.enabled:
+        if tracer.wants("offset_commit"):
             tracer.record(
                 "offset_commit",
                 group=self.group,

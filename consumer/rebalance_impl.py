@@ -264,7 +264,9 @@ class RebalanceImpl:
             return False
         allocate_result_set = set(result or [])
         self.allocation[topic] = allocate_result_set
-        if tracer.enabled:  # its fields cost a sort and a string per queue: only when traced
+        if tracer.wants(
+            "rebalance_result"
+        ):  # its fields cost a sort and a string per queue: only when traced
             tracer.record(
                 "rebalance_result",
                 group=self.consumer_group,

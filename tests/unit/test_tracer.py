@@ -19,13 +19,15 @@ def test_a_callback_gets_only_the_events_it_asked_for() -> None:
     t.record("queue_added", mq="a")
     t.record("queue_released", mq="a")
     assert [r["event"] for r in some] == ["queue_added"]
+    assert t.wants("queue_added") and not t.wants("queue_released")
     t.subscribe(every.append)  # one sink that takes all: every event is built again
     t.record("queue_released", mq="b")
     assert [r["event"] for r in every] == ["queue_released"]
     assert [r["event"] for r in some] == ["queue_added"]
+    assert t.wants("queue_released")
     t.unsubscribe(every.append)
     t.unsubscribe(some.append)
-    assert not t.enabled
+    assert not t.enabled and not t.wants("queue_added")
     t.record("queue_added", mq="c")  # nobody listens: nothing recorded
     assert len(some) == 1
 
