@@ -67,7 +67,7 @@ class Tracer:
             return
         if event not in EVENTS:
             raise ValueError(f"unknown trace event {event!r}")
-        if self._wanted is not None and event not in self._wanted:
+        if not self.wants(event):
             return
         rec = {"ts": int(time.time() * 1000), "event": event, "pid": self.pid, **fields}
         if self._file is not None:

@@ -264,9 +264,8 @@ class RebalanceImpl:
             return False
         allocate_result_set = set(result or [])
         self.allocation[topic] = allocate_result_set
-        if tracer.wants(
-            "rebalance_result"
-        ):  # its fields cost a sort and a string per queue: only when traced
+        # Its fields cost a sort and a string per queue: built only for a sink that takes it.
+        if tracer.wants("rebalance_result"):
             tracer.record(
                 "rebalance_result",
                 group=self.consumer_group,
