@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ WARMUP_S = 10.0
 # the brokers, passes still running); at most QUIET_MAX_S.
 QUIET_S = 3.0
 QUIET_MAX_S = 300.0
+IDLE_S = 3.0  # the settled group's CPU is read over this long before the changes
 GROUP = "bench_rebalance"
 SWEEP_SIZES = [(8, 32), (32, 128), (128, 512), (1000, 4096)]
 SWEEP_MODES = [
@@ -355,6 +356,7 @@ class WorkerProcess:
         notified: bool = False,
         trace: Path | None = None,
         nice: int = WORKER_NICE,
+        options: Sequence[str] = (),
     ) -> WorkerProcess:
         with stderr.open("ab") as err:
             proc = await asyncio.create_subprocess_exec(
@@ -377,6 +379,7 @@ class WorkerProcess:
                 *(["--stats", str(stats), "--stats-name", str(stats_name)] if stats else []),
                 *(["--notified"] if notified else []),
                 *(["--trace", str(trace)] if trace is not None else []),
+                *(arg for option in options for arg in ("--option", option)),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=err,
@@ -438,6 +441,7 @@ class Case:
     times_csv: Path | None = None  # every change's time, and the event that settled it
     warmup: float = WARMUP_S  # from the start's settling to the first change
     worker_nice: int = WORKER_NICE  # the consumer processes' nice level
+    consumer_options: tuple[str, ...] = ()  # KEY=VALUE, each consumer's PushConsumer option
 
     @property
     def label(self) -> str:
@@ -456,6 +460,10 @@ class CaseResult:
     resettled: int
     broker_cpu_per_change: float = 0.0
     worker_cpu_per_change: float = 0.0
+    # "join" / "leave" -> (brokers, consumers) CPU seconds per change of that kind, the
+    # spacing after it included; and the settled group's CPU per second before the changes
+    cpu_per_kind: dict[str, tuple[float, float]] = field(default_factory=dict)
+    idle_cpu_per_s: tuple[float, float] = (0.0, 0.0)
 
 
 def expected_owners(
@@ -520,6 +528,7 @@ async def run_case(
             notified=True,  # the quiet wait below reads them too
             trace=tmp / f"trace-{tag}-w{len(spawned)}.jsonl" if trace else None,
             nice=case.worker_nice,
+            options=case.consumer_options,
         )
 
     workers = [await spawn() for _ in range(workers_n)]
@@ -547,11 +556,28 @@ async def run_case(
             progress.cancel()
         await asyncio.sleep(max(case.spacing, case.warmup))
         tail_s = await holdings.quiet(QUIET_S, QUIET_MAX_S)
+        # The settled group's own cost (heartbeats, offset commits, the harness's reads),
+        # which the CPU per change includes for the spacing after each change.
+        idle0 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        await asyncio.sleep(IDLE_S)
+        idle1 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        idle_cpu = (
+            (idle1[1] - idle0[1]) / max(1e-3, idle1[0] - idle0[0]),
+            (idle1[2] - idle0[2]) / max(1e-3, idle1[0] - idle0[0]),
+        )
         broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
         worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
         cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        # (brokers, consumers) CPU seconds from each change's command to the next one's
+        cpu_by_kind: dict[str, list[tuple[float, float]]] = {"join": [], "leave": []}
+        cpu_at = cpu0
         for i in range(case.changes):
             kind = "join" if i % 2 == 0 else "leave"
+            if i:
+                now = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+                last = "join" if (i - 1) % 2 == 0 else "leave"
+                cpu_by_kind[last].append((now[0] - cpu_at[0], now[1] - cpu_at[1]))
+                cpu_at = now
             t0 = time.time()
             holdings.issued(t0)
             if kind == "join":
@@ -583,6 +609,9 @@ async def run_case(
                 after_start = t0 - t_start - start_s
                 _write_time(case, i, kind, cid, holdings, t0, replied, after_start, fan_out)
         cpu1 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        if case.changes:
+            last = "join" if (case.changes - 1) % 2 == 0 else "leave"
+            cpu_by_kind[last].append((cpu1[0] - cpu_at[0], cpu1[1] - cpu_at[1]))
         changes = max(1, case.changes)
         cpu_per_change = ((cpu1[0] - cpu0[0]) / changes, (cpu1[1] - cpu0[1]) / changes)
         for i in range(case.kills):
@@ -628,6 +657,12 @@ async def run_case(
         resettled=resettled,
         broker_cpu_per_change=cpu_per_change[0],
         worker_cpu_per_change=cpu_per_change[1],
+        cpu_per_kind={
+            kind: (sum(c[0] for c in cs) / len(cs), sum(c[1] for c in cs) / len(cs))
+            for kind, cs in cpu_by_kind.items()
+            if cs
+        },
+        idle_cpu_per_s=idle_cpu,
     )
 
 
@@ -859,7 +894,13 @@ async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
                     f"{r.resettled} changes came apart after settling; CPU per change "
                     f"(with the {case.spacing} s after it): brokers "
                     f"{r.broker_cpu_per_change * 1000:.0f} ms, consumer processes "
-                    f"{r.worker_cpu_per_change * 1000:.0f} ms",
+                    f"{r.worker_cpu_per_change * 1000:.0f} ms"
+                    + "".join(
+                        f"; per {kind} {b * 1000:.0f} / {w * 1000:.0f} ms"
+                        for kind, (b, w) in r.cpu_per_kind.items()
+                    )
+                    + f"; idle {r.idle_cpu_per_s[0] * 1000:.0f} / "
+                    f"{r.idle_cpu_per_s[1] * 1000:.0f} ms per s",
                     flush=True,
                 )
     if args.csv and args.plot:
@@ -937,6 +978,13 @@ def main(argv: list[str] | None = None) -> int:
         "consumers and brokers share the cores as equals)",
     )
     parser.add_argument(
+        "--consumer-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a PushConsumer option of every consumer (handoff_acquire_wait_ms=2000), repeatable",
+    )
+    parser.add_argument(
         "--procs",
         type=int,
         default=0,
@@ -985,6 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
             args.times,
             args.warmup,
             args.worker_nice,
+            tuple(args.consumer_option),
         )
 
     if args.sweep:

@@ -59,11 +59,30 @@ def queue_key(mq: MessageQueue) -> str:
     return f"{mq.broker_name}:{mq.queue_id}"
 
 
+def option_value(option: str) -> tuple[str, object]:
+    """``KEY=VALUE`` -> (key, value): an int, a float, a bool (true/false) or the string."""
+    key, sep, text = option.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--option needs KEY=VALUE, not {option!r}")
+    value: object = text
+    if text.lower() in ("true", "false"):
+        value = text.lower() == "true"
+    else:
+        for kind in (int, float):
+            try:
+                value = kind(text)
+                break
+            except ValueError:
+                pass
+    return key, value
+
+
 class Worker:
     """The consumers of this process, and the lines it writes about them."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self.options: dict[str, Any] = dict(option_value(o) for o in args.option)
         self.consumers: dict[str, PushConsumer] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.starting = asyncio.Semaphore(STARTS_AT_ONCE)
@@ -139,6 +158,7 @@ class Worker:
                 allocate_strategy=strategy_by_name(self.args.strategy),
                 handoff=self.args.handoff,
                 client_config=ClientConfig(share_connections=True),
+                **self.options,
             )
             c.subscribe(self.args.topic, "*")
             c.register_message_listener(_accept)
@@ -257,6 +277,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a line for every notification read (N time client-id): the fan-out's timeline",
     )
     parser.add_argument("--stats-name", default="", help="this worker's name in them")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a PushConsumer option of every consumer (an int, a float, true/false or a string)",
+    )
     parser.add_argument(
         "--trace", type=Path, help="also append every protocol-trace record to this JSONL file"
     )
