@@ -427,7 +427,13 @@ class ClientManageProcessor:
         info = self.consumer_manager.get_consumer_group_info(request.consumer_group)
         if info is None or not info.channel_info_table:
             raise SubscriptionGroupNotExist(f"no consumer for this group, {request.consumer_group}")
-        return broker_pb2.GetConsumerListByGroupResponse(consumer_id_list=info.get_all_client_id())
+        members = info.get_all_client_id()
+        # Ours: the members' version, when they are the latest notification round's; a client
+        # that holds it is told they are unchanged rather than sent them again.
+        version = self.listener.history.latest(request.consumer_group, members)
+        if version and request.known_version == version:
+            return broker_pb2.GetConsumerListByGroupResponse(version=version, unchanged=True)
+        return broker_pb2.GetConsumerListByGroupResponse(consumer_id_list=members, version=version)
 
     # ---- locks and grants ------------------------------------------------------------------
     def _queues(self, mqs: list[common_pb2.MessageQueue]) -> list[MessageQueue]:

@@ -41,7 +41,7 @@ from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.client_id import build_client_id, default_instance_name
 from aiorocketmq.protocol.errors import ChannelNotFound, MQError, ServiceNotAvailable
-from aiorocketmq.protocol.membership import MembershipChange
+from aiorocketmq.protocol.membership import MembershipChange, NotifiedMembers
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.route import MASTER_ID, route_to_subscribe_queues
 from aiorocketmq.protocol.rpc import call
@@ -423,20 +423,21 @@ class MQClientInstance:
         if notifier is not None and notifier.broker_name in names:
             broker_name = notifier.broker_name
         else:
-            broker_name = random.choice(names)
-        try:
-            response = await self.invoke_broker(
-                broker_name,
-                "GetConsumerListByGroup",
-                broker_pb2.GetConsumerListByGroupRequest(consumer_group=group),
-            )
-        except MQError as e:
-            log.debug(
-                "get consumer list by group failed",
-                group=group,
-                broker=broker_name,
-                error=str(e),
-            )
+            # Ours: a broker whose membership version we hold (its notifications, or its last
+            # answer) is asked with it, and answers "unchanged" when nothing changed; RocketMQ
+            # asks a broker at random.
+            holding = [n for n in names if self._members_of(n).version(group)]
+            broker_name = random.choice(holding or names)
+        members = self._members_of(broker_name)
+        response = await self._consumer_list(broker_name, group, members.version(group))
+        if response is not None and response.unchanged:
+            # The members we hold (sorted, interned); gone only if a notification refused
+            # meanwhile dropped them: then asked again, for the list.
+            held = members.members(group, response.version)
+            if held is not None:
+                return held
+            response = await self._consumer_list(broker_name, group, 0)
+        if response is None:
             return None
         ids = list(map(sys.intern, response.consumer_id_list))  # as notified ids (membership)
         if ids.count(self.client_id) > 1:
@@ -448,7 +449,37 @@ class MQClientInstance:
                 client_id=self.client_id,
                 broker=broker_name,
             )
+        elif response.version:  # held, to be asked with next time
+            ids = members.whole(group, response.version, ids)
         return ids
+
+    async def _consumer_list(
+        self, broker_name: str, group: str, known_version: int
+    ) -> broker_pb2.GetConsumerListByGroupResponse | None:
+        """GET_CONSUMER_LIST_BY_GROUP to ``broker_name``; None when it failed."""
+        request = broker_pb2.GetConsumerListByGroupRequest(
+            consumer_group=group, known_version=known_version
+        )
+        try:
+            response: broker_pb2.GetConsumerListByGroupResponse = await self.invoke_broker(
+                broker_name, "GetConsumerListByGroup", request
+            )
+            return response
+        except MQError as e:
+            log.debug(
+                "get consumer list by group failed",
+                group=group,
+                broker=broker_name,
+                error=str(e),
+            )
+            return None
+
+    def _members_of(self, broker_name: str) -> NotifiedMembers:
+        """The memberships held for ``broker_name``: on our channel to it, or a detached copy
+        holding nothing when there is none."""
+        addr = self.find_broker_addr(broker_name)
+        channel = self.channels.get(addr) if addr is not None else None
+        return channel.members if channel is not None else NotifiedMembers()
 
     # ---- channels and heartbeats -----------------------------------------------------------
     def _channel(self, addr: str) -> BrokerChannel:

@@ -18,6 +18,10 @@ changed:
   (``NotifiedMembers``): a whole list replaces them, a change is applied when its base is the
   version held and refused otherwise (then the rebalance asks the broker, as RocketMQ does). A
   new channel starts empty, as the broker's side of it does.
+- The periodic rebalance still asks a broker (GET_CONSUMER_LIST_BY_GROUP), with the version it
+  holds of that broker's: while the members are those of the broker's latest round
+  (``MembershipHistory.latest``), the answer is "unchanged" and the client uses its copy
+  (``NotifiedMembers.members``); else the answer is the list, held with its version.
 
 Versions are per broker: two brokers number the same change differently, and a client holds
 each broker's copy on its own channel to it. Pure code: no I/O, no clock.
@@ -72,12 +76,19 @@ class MembershipHistory:
         """The version of ``group``'s latest round if it had exactly these members, else a new
         round's: a notification that repeats the membership (to one channel) then costs no
         version, which would push out of ``keep`` a base the other channels hold."""
+        return self.latest(group, members) or self.record(group, members)
+
+    def latest(self, group: str, members: Sequence[str]) -> int:
+        """The version of ``group``'s latest round if it had exactly these members (distinct),
+        else 0. Records nothing: a GET_CONSUMER_LIST_BY_GROUP answer carries it, and a
+        thousand members asking while a change waits for its round must not fill ``keep``
+        with rounds no channel was sent."""
         kept = self._kept.get(group)
         if kept:
             version, latest = next(reversed(kept.items()))
             if latest is not None and len(latest) == len(members) and latest == set(members):
                 return version
-        return self.record(group, members)
+        return 0
 
     def changes_since(self, group: str, base: int, version: int) -> MembershipChange | None:
         """The change from ``base`` to ``version`` (both recorded for ``group``), or None when
@@ -126,6 +137,8 @@ class NotifiedMembers:
         """The members after ``change``, or None when its base is not the version held (the
         held copy is then forgotten: the next whole list starts again)."""
         held = self._held.get(group)
+        if held is not None and held[0] == change.version:
+            return list(held[1])  # an answer to a query brought this version first
         if held is None or held[0] != change.base_version:
             self._held.pop(group, None)
             return None
@@ -145,6 +158,12 @@ class NotifiedMembers:
         """The version held for ``group`` (0: none)."""
         held = self._held.get(group)
         return held[0] if held is not None else 0
+
+    def members(self, group: str, version: int) -> list[str] | None:
+        """The members held for ``group`` if they are ``version``'s (a broker answered that
+        they are still the group's), sorted; else None."""
+        held = self._held.get(group)
+        return list(held[1]) if held is not None and held[0] == version else None
 
     def clear(self) -> None:
         """A new channel: the broker starts it with whole lists."""

@@ -167,16 +167,22 @@ class UnregisterClientResponse(_message.Message):
     def __init__(self, released: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
 
 class GetConsumerListByGroupRequest(_message.Message):
-    __slots__ = ("consumer_group",)
+    __slots__ = ("consumer_group", "known_version")
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_VERSION_FIELD_NUMBER: _ClassVar[int]
     consumer_group: str
-    def __init__(self, consumer_group: _Optional[str] = ...) -> None: ...
+    known_version: int
+    def __init__(self, consumer_group: _Optional[str] = ..., known_version: _Optional[int] = ...) -> None: ...
 
 class GetConsumerListByGroupResponse(_message.Message):
-    __slots__ = ("consumer_id_list",)
+    __slots__ = ("consumer_id_list", "version", "unchanged")
     CONSUMER_ID_LIST_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     consumer_id_list: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, consumer_id_list: _Optional[_Iterable[str]] = ...) -> None: ...
+    version: int
+    unchanged: bool
+    def __init__(self, consumer_id_list: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., unchanged: _Optional[bool] = ...) -> None: ...
 
 class LockBatchRequest(_message.Message):
     __slots__ = ("consumer_group", "client_id", "only_this_broker", "mq_set")

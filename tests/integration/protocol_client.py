@@ -157,8 +157,10 @@ class ProtocolClient:
             raise AssertionError(f"{self.client_id}: the stream ended with no further event")
         raise AssertionError(f"{self.client_id}: no event within {timeout}s")
 
-    async def expect_notify(self, group: str, timeout: float = 5.0) -> None:
-        """The next event is NOTIFY_CONSUMER_IDS_CHANGED for ``group``."""
+    async def expect_notify(
+        self, group: str, timeout: float = 5.0
+    ) -> broker_pb2.NotifyConsumerIdsChanged:
+        """The next event is NOTIFY_CONSUMER_IDS_CHANGED for ``group``: it."""
         event = await self.next_event(timeout)
         assert event.WhichOneof("event") == "notify_consumer_ids_changed", (
             f"{self.client_id}: expected a notification for {group}, got {event}"
@@ -166,6 +168,7 @@ class ProtocolClient:
         assert event.notify_consumer_ids_changed.consumer_group == group, (
             f"{self.client_id}: notified for the wrong group: {event}"
         )
+        return event.notify_consumer_ids_changed
 
     def pending(self) -> list[broker_pb2.ChannelEvent]:
         """The events received and not read yet (taken)."""
@@ -245,6 +248,18 @@ class ProtocolClient:
             ),
             timeout=RPC_TIMEOUT,
         )
+
+    async def consumer_list(
+        self, group: str, known_version: int = 0
+    ) -> broker_pb2.GetConsumerListByGroupResponse:
+        """GetConsumerListByGroup as answered, asked with ``known_version``."""
+        request = broker_pb2.GetConsumerListByGroupRequest(
+            consumer_group=group, known_version=known_version
+        )
+        response: broker_pb2.GetConsumerListByGroupResponse = (
+            await self.stub.GetConsumerListByGroup(request, timeout=RPC_TIMEOUT)
+        )
+        return response
 
     async def consumer_ids(self, group: str) -> list[str]:
         """GetConsumerListByGroup, sorted; [] when the broker does not know the group."""

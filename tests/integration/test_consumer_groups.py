@@ -120,6 +120,34 @@ async def test_second_client_joining_notifies_both_and_is_listed(tmp_path: Path)
         await c2.expect_queue_released(G)
 
 
+async def test_a_member_asking_with_the_version_it_holds_is_told_unchanged(tmp_path: Path) -> None:
+    """Ours: the list's version is the latest notification's; asked with it, the broker says
+    the members are unchanged instead of sending them; asked with another, it sends them."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        c1 = await cs.join("c1")
+        await c1.expect_notify(G)
+        c2 = await cs.join("c2")
+        await c2.expect_notify(G)
+        notified = await c1.expect_notify(G)
+        assert notified.version
+        both = sorted([c1.client_id, c2.client_id])
+        answer = await c1.consumer_list(G, notified.version)
+        assert answer.unchanged and answer.version == notified.version
+        assert list(answer.consumer_id_list) == []
+        for known in (0, notified.version - 1, notified.version + 1000):
+            answer = await c1.consumer_list(G, known)
+            assert not answer.unchanged and answer.version == notified.version
+            assert sorted(answer.consumer_id_list) == both
+        c3 = await cs.join("c3")
+        newer = await c1.expect_notify(G)
+        await c2.expect_notify(G)
+        await c3.expect_notify(G)
+        answer = await c2.consumer_list(G, notified.version)  # held before the join
+        assert not answer.unchanged and answer.version == newer.version > notified.version
+        assert sorted(answer.consumer_id_list) == sorted([*both, c3.client_id])
+        assert (await c3.consumer_list(G, newer.version)).unchanged
+
+
 async def test_a_member_notified_elsewhere_is_listed_but_not_told(tmp_path: Path) -> None:
     """``notified_elsewhere``: the channel is a member (in the list, in the others'
     notifications) and is sent no notification; a heartbeat that clears it is answered with

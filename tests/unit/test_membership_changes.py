@@ -60,6 +60,30 @@ def test_the_client_applies_a_change_only_to_the_version_it_holds() -> None:
     assert held.apply(MembershipChange(8, 7, (), ()), "G") is None
 
 
+def test_the_latest_round_names_its_members_and_a_query_records_none() -> None:
+    history = MembershipHistory(keep=2)
+    assert history.latest("G", ["a"]) == 0  # no round yet
+    v1 = history.record("G", ["a", "b"])
+    assert history.latest("G", ["b", "a"]) == v1
+    assert history.latest("G", ["a"]) == 0  # changed since the round: no version, none made
+    assert history.latest("G", ["a", "a"]) == 0
+    assert history.changes_since("G", v1, history.record("G", ["a"])) is not None  # v1 kept
+    history.record("G", ["a", "a"])
+    assert history.latest("G", ["a", "a"]) == 0  # a repeated id is never a version
+
+
+def test_the_client_finds_its_members_by_version_and_takes_a_change_it_already_holds() -> None:
+    held = NotifiedMembers()
+    held.whole("G", 4, ["b", "a"])
+    assert held.members("G", 4) == ["a", "b"]
+    assert held.members("G", 3) is None
+    assert held.members("OTHER", 4) is None
+    # An answer brought version 4 before the notification of it (base 3) was read: that
+    # notification is the members held, not a change refused.
+    assert held.apply(MembershipChange(4, 3, ("b",), ()), "G") == ["a", "b"]
+    assert held.version("G") == 4
+
+
 def test_an_unversioned_whole_list_is_used_but_not_held() -> None:
     held = NotifiedMembers()
     held.whole("G", 3, ["a"])
