@@ -439,24 +439,25 @@ class ClientManageProcessor:
     def _queues(self, mqs: list[common_pb2.MessageQueue]) -> list[MessageQueue]:
         result = []
         for i, m in enumerate(mqs):
-            check_topic(m.topic)
             if m.broker_name != self.config.broker_name:
+                check_topic(m.topic)
                 raise InvalidArgument(
                     f"mq_set[{i}] is on broker {m.broker_name!r}, not {self.config.broker_name!r}"
                 )
-            config = self.topics.select_topic_config(m.topic)
-            if config is None:
-                raise TopicNotFound(
-                    f"topic[{m.topic}] not exist on broker {self.config.broker_name}"
-                )
-            if not 0 <= m.queue_id < max(config.read_queue_nums, config.write_queue_nums):
-                from aiorocketmq.protocol.errors import OffsetOutOfRange
-
-                raise OffsetOutOfRange(
-                    f"mq_set[{i}].queue_id {m.queue_id} is out of range for topic {m.topic}"
-                )
+            self._check_queue(f"mq_set[{i}]", m.topic, m.queue_id)
             result.append(MessageQueue.from_proto(m))
         return result
+
+    def _check_queue(self, field: str, topic: str, queue_id: int) -> None:
+        """A queue of a request names a topic of this broker and one of its queues."""
+        check_topic(topic)
+        config = self.topics.select_topic_config(topic)
+        if config is None:
+            raise TopicNotFound(f"topic[{topic}] not exist on broker {self.config.broker_name}")
+        if not 0 <= queue_id < max(config.read_queue_nums, config.write_queue_nums):
+            from aiorocketmq.protocol.errors import OffsetOutOfRange
+
+            raise OffsetOutOfRange(f"{field}.queue_id {queue_id} is out of range for topic {topic}")
 
     def lock_batch_mq(self, request: broker_pb2.LockBatchRequest) -> broker_pb2.LockBatchResponse:
         check_group(request.consumer_group)
@@ -733,6 +734,26 @@ class ClientManageProcessor:
             return False
         return self._watch(
             group, channel.channel_id, request.topic, request.queue_id, request.queue_offset
+        )
+
+    def watch_queues(
+        self, request: broker_pb2.WatchQueuesRequest
+    ) -> broker_pb2.WatchQueuesResponse:
+        """The renewal of a client's watched queues: each watched from its offset for the
+        client's open channel, as a pull with ``watch`` that found nothing (``watch_pull``);
+        the answer says which are (none when the channel is not the client's open one)."""
+        check_group(request.consumer_group)
+        for i, q in enumerate(request.queues):  # all checked first: a bad one watches nothing
+            self._check_queue(f"queues[{i}]", q.topic, q.queue_id)
+        channel = self.channels.get(request.channel_id)
+        if channel is None or channel.client_id != request.client_id or not _pushable(channel):
+            return broker_pb2.WatchQueuesResponse(watching=[False] * len(request.queues))
+        group = request.consumer_group
+        return broker_pb2.WatchQueuesResponse(
+            watching=[
+                self._watch(group, channel.channel_id, q.topic, q.queue_id, q.offset)
+                for q in request.queues
+            ]
         )
 
     def watch_start_offsets(

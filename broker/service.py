@@ -79,6 +79,12 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         return response
 
     @guard
+    async def WatchQueues(
+        self, request: broker_pb2.WatchQueuesRequest, context: Ctx
+    ) -> broker_pb2.WatchQueuesResponse:
+        return self.b.client.watch_queues(request)
+
+    @guard
     async def GetConsumerListByGroup(
         self, request: broker_pb2.GetConsumerListByGroupRequest, context: Ctx
     ) -> broker_pb2.GetConsumerListByGroupResponse:

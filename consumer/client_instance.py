@@ -33,7 +33,12 @@ from typing import Any, ClassVar, Protocol
 
 from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
 from aiorocketmq.consumer.client_config import ClientConfig
-from aiorocketmq.consumer.pull_message_service import PullHandler, PullMessageService, PullRequest
+from aiorocketmq.consumer.pull_message_service import (
+    PullHandler,
+    PullMessageService,
+    PullRequest,
+    RenewHandler,
+)
 from aiorocketmq.consumer.rebalance_service import RebalanceService
 from aiorocketmq.consumer.stats import ConvergenceClock
 from aiorocketmq.logs import get_logger
@@ -67,6 +72,9 @@ class ConsumerInner(Protocol):
     def broker_reconnected(self, broker_name: str) -> None: ...
     def allocated_by(self, members: list[str]) -> bool: ...
     async def pull_message(self, request: PullRequest) -> None: ...
+    async def renew_watches(
+        self, broker_name: str, requests: list[PullRequest]
+    ) -> set[MessageQueue]: ...
     def on_queue_released(self, mq: MessageQueue) -> None: ...
     async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None: ...
     def is_balanced(self) -> bool: ...
@@ -105,7 +113,7 @@ class MQClientInstance:
             min_interval_ms=self.config.rebalance_min_interval_ms,
             is_balanced=self.all_consumers_balanced,
         )
-        self.pull_message_service = PullMessageService(self._pull_handler)
+        self.pull_message_service = PullMessageService(self._pull_handler, self._renew_handler)
         self._tasks: set[asyncio.Task[None]] = set()
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_again = False
@@ -269,6 +277,10 @@ class MQClientInstance:
     def _pull_handler(self, group: str) -> PullHandler | None:
         consumer = self.consumer_table.get(group)
         return consumer.pull_message if consumer is not None else None
+
+    def _renew_handler(self, group: str) -> RenewHandler | None:
+        consumer = self.consumer_table.get(group)
+        return consumer.renew_watches if consumer is not None else None
 
     def all_consumers_balanced(self) -> bool:
         """Every consumer holds exactly its last allocation (a local check, no RPC)."""

@@ -286,6 +286,40 @@ class ConsumerCore:
     def on_queue_released(self, mq: MessageQueue) -> None:
         raise NotImplementedError
 
+    async def renew_watches(
+        self, broker_name: str, requests: list[PullRequest]
+    ) -> set[MessageQueue]:
+        """Ours: the parked queues of ``broker_name`` watched again from their next offsets,
+        in one WatchQueues request (not a pull each); the queues the broker watches now. The
+        others (something to pull, no open channel, the request failed) are pulled."""
+        client = self.client
+        channel_id = client.open_channel_id(broker_name) if client is not None else ""
+        if client is None or not channel_id:
+            return set()
+        request = broker_pb2.WatchQueuesRequest(
+            consumer_group=self.consumer_group,
+            client_id=client.client_id,
+            channel_id=channel_id,
+            queues=[
+                broker_pb2.QueueWatch(
+                    topic=r.message_queue.topic,
+                    queue_id=r.message_queue.queue_id,
+                    offset=r.next_offset,
+                )
+                for r in requests
+            ],
+        )
+        try:
+            response = await client.invoke_broker(broker_name, "WatchQueues", request)
+        except MQError as e:
+            log.debug("renewing watches failed", group=self.consumer_group, error=str(e))
+            return set()
+        watched = {r.message_queue for r, w in zip(requests, response.watching, strict=False) if w}
+        for r in requests:
+            if r.message_queue in watched:
+                r.process_queue.last_pull_timestamp = r.process_queue.now_ms()  # idle by choice
+        return watched
+
     def wanted_queues(self) -> set[MessageQueue]:
         """The queues the last allocation gives us, every topic."""
         rebalance = self.rebalance_impl

@@ -9,8 +9,11 @@ own short task, because a pull may be held by the broker for up to 15 s (long po
 
 Ours: a request whose queue the broker watches (``broker/queue_watch.py``) is *parked*: no
 pull until the broker's MessagesArrived wakes it (``wake``), its channel reopens
-(``wake_broker``: a new channel has no watches), or its renewal timer fires (a push can be
-lost). A wake-up that comes before the park (an acquire's answer and the push race on two
+(``wake_broker``: a new channel has no watches), or its renewal comes (a push can be lost).
+The parked queues of one group on one broker are renewed together: one WatchQueues request
+(the consumer's ``renew_watches``) keeps watching those with nothing after their offset, and
+the others are pulled; without a renewer, or when it fails, each is pulled, which renews its
+watch too. A wake-up that comes before the park (an acquire's answer and the push race on two
 streams) is kept, with the queue's max offset it names, and wakes a park from below it at once.
 """
 
@@ -55,7 +58,10 @@ class PullRequest:
 
 
 PullHandler = Callable[[PullRequest], Coroutine[Any, Any, None]]
+# (broker name, the group's parked requests there) -> the queues still watched
+RenewHandler = Callable[[str, list[PullRequest]], Coroutine[Any, Any, set[MessageQueue]]]
 _Key = tuple[str, MessageQueue]  # (group, queue)
+_Batch = tuple[str, str]  # (group, broker name): the parked queues renewed together
 
 # Wake-ups with nothing parked kept for the parks they may precede (the oldest go first).
 EARLY_WAKES_KEPT = 4096
@@ -64,14 +70,22 @@ EARLY_WAKES_KEPT = 4096
 class PullMessageService:
     """Dispatches pull requests to their consumer's ``pull_message``."""
 
-    def __init__(self, find_handler: Callable[[str], PullHandler | None]) -> None:
+    def __init__(
+        self,
+        find_handler: Callable[[str], PullHandler | None],
+        find_renewer: Callable[[str], RenewHandler | None] | None = None,
+    ) -> None:
         self._find_handler = find_handler
+        self._find_renewer = find_renewer
         self._queue: asyncio.Queue[PullRequest] = asyncio.Queue()
         self._later: set[asyncio.TimerHandle] = set()
         self._pulls: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
-        # Requests of watched queues, with their renewal timers; wake-ups that came first.
-        self._parked: dict[_Key, tuple[PullRequest, asyncio.TimerHandle]] = {}
+        # Requests of watched queues, the renewal timer of each group and broker they are on,
+        # and the renewals running; wake-ups that came first.
+        self._parked: dict[_Key, PullRequest] = {}
+        self._renewals: dict[_Batch, asyncio.TimerHandle] = {}
+        self._renewing: set[asyncio.Task[None]] = set()
         self._early: OrderedDict[_Key, int] = OrderedDict()  # -> the max offset woken at
 
     def start(self) -> None:
@@ -82,11 +96,12 @@ class PullMessageService:
         for handle in self._later:
             handle.cancel()
         self._later.clear()
-        for _, handle in self._parked.values():
+        for handle in self._renewals.values():
             handle.cancel()
+        self._renewals.clear()
         self._parked.clear()
         self._early.clear()
-        tasks = [t for t in (self._task, *self._pulls) if t is not None]
+        tasks = [t for t in (self._task, *self._pulls, *self._renewing) if t is not None]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -113,18 +128,24 @@ class PullMessageService:
         self._later.add(handle)
 
     def park(self, request: PullRequest, renew_ms: int) -> None:
-        """Hold ``request`` until its queue is woken, or for ``renew_ms`` (three quarters to all
-        of it, at random: queues watched together are not renewed together); at once if a
-        wake-up for it came first, at an offset past the request's."""
-        loop = asyncio.get_running_loop()
+        """Hold ``request`` until its queue is woken, or until its group's parked queues on its
+        broker are renewed: at most ``renew_ms`` after the first of them was parked (three
+        quarters to all of it, at random: the groups and brokers of a process are not renewed
+        together); at once if a wake-up for it came first, at an offset past the request's."""
         key = (request.consumer_group, request.message_queue)
         self._unpark(key)
         early = self._early.pop(key, None)
         if early is not None and (early < 0 or early > request.next_offset):
             self.execute_pull_request_immediately(request)
             return
-        delay_s = renew_ms / 1000 * random.uniform(0.75, 1.0)
-        self._parked[key] = (request, loop.call_later(delay_s, self._renew, key))
+        self._parked[key] = request
+        self._renew_later((request.consumer_group, request.message_queue.broker_name), renew_ms)
+
+    def _renew_later(self, batch: _Batch, renew_ms: int) -> None:
+        if batch not in self._renewals:
+            delay_s = renew_ms / 1000 * random.uniform(0.75, 1.0)
+            loop = asyncio.get_running_loop()
+            self._renewals[batch] = loop.call_later(delay_s, self._renew, batch, renew_ms)
 
     def is_parked(self, group: str, mq: MessageQueue) -> bool:
         """Whether ``mq``'s request waits for the queue to be woken."""
@@ -157,16 +178,50 @@ class PullMessageService:
         return woken
 
     def _unpark(self, key: _Key) -> PullRequest | None:
-        parked = self._parked.pop(key, None)
-        if parked is None:
-            return None
-        parked[1].cancel()
-        return parked[0]
+        return self._parked.pop(key, None)
 
-    def _renew(self, key: _Key) -> None:
-        parked = self._parked.pop(key, None)
-        if parked is not None:
-            self._queue.put_nowait(parked[0])
+    def _renew(self, batch: _Batch, renew_ms: int) -> None:
+        """The renewal of ``batch``'s parked queues is due (a timer with none left ends)."""
+        del self._renewals[batch]
+        group, broker_name = batch
+        requests = [
+            r for (g, mq), r in self._parked.items() if g == group and mq.broker_name == broker_name
+        ]
+        if not requests:
+            return
+        renewer = self._find_renewer(group) if self._find_renewer is not None else None
+        if renewer is None:  # each pulled, as a renewal of its own
+            for request in requests:
+                self._pull_parked(request)
+            return
+        task = asyncio.create_task(self._renew_batch(batch, renew_ms, requests, renewer))
+        self._renewing.add(task)
+        task.add_done_callback(self._renewing.discard)
+
+    async def _renew_batch(
+        self, batch: _Batch, renew_ms: int, requests: list[PullRequest], renewer: RenewHandler
+    ) -> None:
+        try:
+            watched = await renewer(batch[1], requests)
+        except Exception:  # a bug in the renewer: the queues are pulled, the service goes on
+            log.exception("renewing watched queues failed", group=batch[0], broker=batch[1])
+            watched = set()
+        kept = False
+        for request in requests:
+            # Woken (or parked again) meanwhile: that is its state now.
+            if self._parked.get((request.consumer_group, request.message_queue)) is not request:
+                continue
+            if request.message_queue in watched and not request.process_queue.dropped:
+                kept = True
+            else:
+                self._pull_parked(request)
+        if kept:
+            self._renew_later(batch, renew_ms)
+
+    def _pull_parked(self, request: PullRequest) -> None:
+        self._unpark((request.consumer_group, request.message_queue))
+        if not request.process_queue.dropped:
+            self._queue.put_nowait(request)
 
     async def _run(self) -> None:
         while True:

@@ -114,6 +114,7 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.UnlockBatchMQ": RequestCode.UNLOCK_BATCH_MQ,
     "Broker.AcquireQueues": None,
     "Broker.ReleaseQueues": None,
+    "Broker.WatchQueues": None,
     "Broker.SendMessage": RequestCode.SEND_BATCH_MESSAGE,
     "Broker.PullMessage": RequestCode.PULL_MESSAGE,
     "Broker.ConsumerSendMsgBack": RequestCode.CONSUMER_SEND_MSG_BACK,

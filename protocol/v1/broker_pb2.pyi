@@ -102,6 +102,34 @@ class MessagesArrived(_message.Message):
     max_offset: int
     def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., max_offset: _Optional[int] = ...) -> None: ...
 
+class QueueWatch(_message.Message):
+    __slots__ = ("topic", "queue_id", "offset")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    offset: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class WatchQueuesRequest(_message.Message):
+    __slots__ = ("consumer_group", "client_id", "channel_id", "queues")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    client_id: str
+    channel_id: str
+    queues: _containers.RepeatedCompositeFieldContainer[QueueWatch]
+    def __init__(self, consumer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[QueueWatch, _Mapping]]] = ...) -> None: ...
+
+class WatchQueuesResponse(_message.Message):
+    __slots__ = ("watching",)
+    WATCHING_FIELD_NUMBER: _ClassVar[int]
+    watching: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, watching: _Optional[_Iterable[bool]] = ...) -> None: ...
+
 class ResetOffsetEvent(_message.Message):
     __slots__ = ("topic", "consumer_group", "offsets", "broker_name")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

@@ -75,6 +75,11 @@ class BrokerStub:
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReleaseQueuesRequest.SerializeToString,
                 response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReleaseQueuesResponse.FromString,
                 _registered_method=True)
+        self.WatchQueues = channel.unary_unary(
+                '/aiorocketmq.v1.Broker/WatchQueues',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.WatchQueuesRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.WatchQueuesResponse.FromString,
+                _registered_method=True)
         self.SendMessage = channel.unary_unary(
                 '/aiorocketmq.v1.Broker/SendMessage',
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.SendMessageRequest.SerializeToString,
@@ -276,6 +281,14 @@ class BrokerServicer:
 
     def ReleaseQueues(self, request, context):
         """Ours (fenced handoff): give queues back, committing each final offset with the release.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchQueues(self, request, context):
+        """Ours: renew the watches of idle queues, each as a pull with watch that finds nothing
+        would: one request per broker for all of a client's watched queues of a group.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -527,6 +540,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.ReleaseQueues,
                     request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReleaseQueuesRequest.FromString,
                     response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReleaseQueuesResponse.SerializeToString,
+            ),
+            'WatchQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.WatchQueues,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.WatchQueuesRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.WatchQueuesResponse.SerializeToString,
             ),
             'SendMessage': grpc.unary_unary_rpc_method_handler(
                     servicer.SendMessage,
@@ -885,6 +903,33 @@ class Broker:
             '/aiorocketmq.v1.Broker/ReleaseQueues',
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReleaseQueuesRequest.SerializeToString,
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReleaseQueuesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/WatchQueues',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.WatchQueuesRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.WatchQueuesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 
 from aiorocketmq.consumer import MessageQueue, PushConsumer
+from aiorocketmq.consumer.pull_message_service import PullRequest
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.v1 import broker_pb2
 from tests.helpers import wait_until
 from tests.integration.support import Received, new_consumer
 
@@ -129,3 +132,68 @@ async def test_a_moved_queue_with_nothing_to_pull_is_watched_by_its_new_owner_fr
     finally:
         await b.shutdown()
         await a.shutdown()
+
+
+async def test_watches_are_renewed_in_one_request_per_broker_not_a_pull_per_queue(
+    cluster: LocalCluster,
+) -> None:
+    """Ours: WatchQueues renews a consumer's watched queues on a broker together; no queue is
+    pulled for its renewal, and a message after several renewals still wakes its queue."""
+    received = Received()
+    c = new_consumer(
+        cluster,
+        "renewing",
+        TOPIC,
+        "r1",
+        received,
+        broker_suspend_max_time_ms=300,
+        watch_renew_ms=200,
+    )
+    impl = c._impl
+    pulls: list[MessageQueue] = []
+    renewals: list[tuple[str, int]] = []
+    pull, renew = impl.pull_message, impl.renew_watches
+
+    async def counted_pull(request: PullRequest) -> None:
+        pulls.append(request.message_queue)
+        await pull(request)
+
+    async def counted_renew(broker_name: str, requests: list[PullRequest]) -> set[MessageQueue]:
+        watched = await renew(broker_name, requests)
+        renewals.append((broker_name, len(watched)))
+        return watched
+
+    impl.pull_message = counted_pull  # type: ignore[method-assign]
+    impl.renew_watches = counted_renew  # type: ignore[method-assign]
+    try:
+        await c.start()
+        await wait_until(lambda: c.assigned_queues == set(_queues()), timeout=15)
+        await wait_until(lambda: _parked(c, _queues()), timeout=15, message="all parked")
+        pulled, renewed = len(pulls), len(renewals)
+        await wait_until(lambda: len(renewals) >= renewed + 6, timeout=10, message="renewed")
+        assert len(pulls) == pulled  # renewed, not pulled
+        assert {b for b, _ in renewals[renewed:]} >= set(BROKERS)
+        assert all(n >= 4 for b, n in renewals[renewed:] if b in BROKERS)  # its 4 queues at once
+        assert _parked(c, _queues())
+        bodies = [b"r%02d" % i for i in range(16)]
+        await _send(cluster, bodies)
+        await wait_until(lambda: not received.missing(bodies), timeout=15, message="consumed")
+
+        # What the broker answers: none for another client's channel; a bad queue is refused.
+        client = impl.client
+        assert client is not None
+        channel_id = client.open_channel_id("broker-a")
+        request = broker_pb2.WatchQueuesRequest(
+            consumer_group="renewing",
+            client_id="someone-else",
+            channel_id=channel_id,
+            queues=[broker_pb2.QueueWatch(topic=TOPIC, queue_id=0, offset=0)],
+        )
+        answer = await client.invoke_broker("broker-a", "WatchQueues", request)
+        assert list(answer.watching) == [False]
+        request.client_id = client.client_id
+        request.queues[0].queue_id = 99
+        with pytest.raises(MQError, match=r"queues\[0\].queue_id 99 is out of range"):
+            await client.invoke_broker("broker-a", "WatchQueues", request)
+    finally:
+        await c.shutdown()

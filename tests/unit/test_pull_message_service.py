@@ -1,5 +1,6 @@
 """``PullMessageService``'s parked requests: woken by the broker, by a new channel, or by
-their renewal timer; a wake-up that came first is kept for the park that follows."""
+their renewal (one request for a group's parked queues on a broker, else a pull each); a
+wake-up that came first is kept for the park that follows."""
 
 from __future__ import annotations
 
@@ -104,3 +105,57 @@ async def test_an_early_wake_up_below_the_parked_offset_is_spent_on_nothing() ->
         service.park(request, 60_000)
         await _turns()
         assert pulled == [] and service.is_parked("g", MQ_A)
+
+
+async def test_the_parked_queues_of_a_group_on_a_broker_are_renewed_in_one_request() -> None:
+    """The renewer keeps watching what it can (one WatchQueues per broker); the rest is
+    pulled; the watched stay parked, to be renewed again."""
+    pulled: list[MessageQueue] = []
+    batches: list[tuple[str, list[MessageQueue]]] = []
+    mq_a1 = MessageQueue("T", "broker-a", 1)
+
+    async def handler(request: PullRequest) -> None:
+        pulled.append(request.message_queue)
+
+    async def renewer(broker_name: str, requests: list[PullRequest]) -> set[MessageQueue]:
+        batches.append((broker_name, sorted(r.message_queue for r in requests)))
+        return {MQ_A, MQ_B}  # mq_a1 has something after its offset
+
+    service = PullMessageService(lambda group: handler, lambda group: renewer)
+    service.start()
+    try:
+        for mq in (MQ_A, mq_a1, MQ_B):
+            service.park(_request(mq), 20)
+        await asyncio.sleep(0.1)
+        assert sorted(batches[:2]) == [("broker-a", [MQ_A, mq_a1]), ("broker-b", [MQ_B])]
+        assert pulled == [mq_a1]
+        assert service.is_parked("g", MQ_A) and service.is_parked("g", MQ_B)
+        assert len(batches) > 2  # renewed again, the watched ones only
+        assert all(mq != mq_a1 for _, mqs in batches[2:] for mq in mqs)
+    finally:
+        await service.shutdown()
+
+
+async def test_a_failed_renewal_pulls_its_queues_but_not_one_woken_meanwhile() -> None:
+    pulled: list[MessageQueue] = []
+    mq_a1 = MessageQueue("T", "broker-a", 1)
+    service: PullMessageService
+
+    async def handler(request: PullRequest) -> None:
+        pulled.append(request.message_queue)
+
+    async def renewer(broker_name: str, requests: list[PullRequest]) -> set[MessageQueue]:
+        service.wake("g", MQ_A)  # its push came while the renewal was on its way
+        await asyncio.sleep(0)
+        raise RuntimeError("a bug")
+
+    service = PullMessageService(lambda group: handler, lambda group: renewer)
+    service.start()
+    try:
+        service.park(_request(MQ_A), 20)
+        service.park(_request(mq_a1), 20)
+        await asyncio.sleep(0.05)
+        assert sorted(pulled) == [MQ_A, mq_a1]  # once each
+        assert not service.is_parked("g", MQ_A) and not service.is_parked("g", mq_a1)
+    finally:
+        await service.shutdown()
