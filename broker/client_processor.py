@@ -740,18 +740,36 @@ class ClientManageProcessor:
         self, request: broker_pb2.WatchQueuesRequest
     ) -> broker_pb2.WatchQueuesResponse:
         """The renewal of a client's watched queues: each watched from its offset for the
-        client's open channel, as a pull with ``watch`` that found nothing (``watch_pull``);
-        the answer says which are (none when the channel is not the client's open one)."""
+        client's open channel in the group, as a pull with ``watch`` that found nothing
+        (``watch_pull``) would be; the answer says which are. Not watched, so pulled: a queue
+        with something after the offset, one whose reset waits for its next pull (the pull
+        moves it), one whose epoch is not the current grant's (the pull is fenced), and every
+        queue when the channel is not the client's open one in the group."""
         check_group(request.consumer_group)
         for i, q in enumerate(request.queues):  # all checked first: a bad one watches nothing
             self._check_queue(f"queues[{i}]", q.topic, q.queue_id)
-        channel = self.channels.get(request.channel_id)
-        if channel is None or channel.client_id != request.client_id or not _pushable(channel):
-            return broker_pb2.WatchQueuesResponse(watching=[False] * len(request.queues))
         group = request.consumer_group
+        channel = self.channels.get(request.channel_id)
+        member = self.consumer_manager.find_channel(group, request.client_id)
+        if (
+            channel is None
+            or channel.client_id != request.client_id
+            or not _pushable(channel)
+            or member is None
+            or member.channel is not channel
+        ):
+            return broker_pb2.WatchQueuesResponse(watching=[False] * len(request.queues))
+        broker = self.config.broker_name
         return broker_pb2.WatchQueuesResponse(
             watching=[
-                self._watch(group, channel.channel_id, q.topic, q.queue_id, q.offset)
+                not self.offsets.reset_waiting(group, q.topic, q.queue_id, q.offset)
+                and (
+                    not q.epoch
+                    or self.grants.is_current(
+                        group, MessageQueue(q.topic, broker, q.queue_id), request.client_id, q.epoch
+                    )
+                )
+                and self._watch(group, channel.channel_id, q.topic, q.queue_id, q.offset)
                 for q in request.queues
             ]
         )

@@ -438,9 +438,13 @@ class MQClientInstance:
             # Ours: a broker whose membership version we hold (its notifications, or its last
             # answer) is asked with it, and answers "unchanged" when nothing changed; RocketMQ
             # asks a broker at random.
-            holding = [n for n in names if self._members_of(n).version(group)]
+            holding = [
+                n for n in names if (c := self._open_channel(n)) and c.members.version(group)
+            ]
             broker_name = random.choice(holding or names)
-        members = self._members_of(broker_name)
+        channel = self._open_channel(broker_name)
+        members = channel.members if channel is not None else NotifiedMembers()
+        opened = channel.channel_id if channel is not None else None
         response = await self._consumer_list(broker_name, group, members.version(group))
         if response is not None and response.unchanged:
             # The members we hold (sorted, interned); gone only if a notification refused
@@ -461,7 +465,14 @@ class MQClientInstance:
                 client_id=self.client_id,
                 broker=broker_name,
             )
-        elif response.version:  # held, to be asked with next time
+        elif (
+            response.version > members.version(group)
+            and channel is not None
+            and channel.channel_id == opened
+        ):
+            # Held, to be asked with next time: if newer than what a notification brought
+            # meanwhile, and from the channel that was open when we asked (a channel reopened
+            # since holds what its broker sends it from its start).
             ids = members.whole(group, response.version, ids)
         return ids
 
@@ -486,12 +497,12 @@ class MQClientInstance:
             )
             return None
 
-    def _members_of(self, broker_name: str) -> NotifiedMembers:
-        """The memberships held for ``broker_name``: on our channel to it, or a detached copy
-        holding nothing when there is none."""
+    def _open_channel(self, broker_name: str) -> BrokerChannel | None:
+        """Our channel to ``broker_name`` if it is open now (the memberships it holds are that
+        broker's), else None."""
         addr = self.find_broker_addr(broker_name)
         channel = self.channels.get(addr) if addr is not None else None
-        return channel.members if channel is not None else NotifiedMembers()
+        return channel if channel is not None and channel.channel_id else None
 
     # ---- channels and heartbeats -----------------------------------------------------------
     def _channel(self, addr: str) -> BrokerChannel:

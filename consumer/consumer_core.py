@@ -305,6 +305,7 @@ class ConsumerCore:
                     topic=r.message_queue.topic,
                     queue_id=r.message_queue.queue_id,
                     offset=r.next_offset,
+                    epoch=r.epoch,
                 )
                 for r in requests
             ],
@@ -312,7 +313,12 @@ class ConsumerCore:
         try:
             response = await client.invoke_broker(broker_name, "WatchQueues", request)
         except MQError as e:
-            log.debug("renewing watches failed", group=self.consumer_group, error=str(e))
+            log.warning(
+                "renewing watched queues failed: pulling them",
+                group=self.consumer_group,
+                broker=broker_name,
+                error=str(e),
+            )
             return set()
         watched = {r.message_queue for r, w in zip(requests, response.watching, strict=False) if w}
         for r in requests:

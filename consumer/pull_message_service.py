@@ -184,9 +184,13 @@ class PullMessageService:
         """The renewal of ``batch``'s parked queues is due (a timer with none left ends)."""
         del self._renewals[batch]
         group, broker_name = batch
-        requests = [
-            r for (g, mq), r in self._parked.items() if g == group and mq.broker_name == broker_name
-        ]
+        requests = []
+        for (g, mq), r in list(self._parked.items()):
+            if g == group and mq.broker_name == broker_name:
+                if r.process_queue.dropped:  # not ours any more: forgotten, not watched again
+                    self._unpark((g, mq))
+                else:
+                    requests.append(r)
         if not requests:
             return
         renewer = self._find_renewer(group) if self._find_renewer is not None else None
@@ -208,7 +212,7 @@ class PullMessageService:
             watched = set()
         kept = False
         for request in requests:
-            # Woken (or parked again) meanwhile: that is its state now.
+            # Woken meanwhile (pulled, or parked again by its own pull: then kept): its state.
             if self._parked.get((request.consumer_group, request.message_queue)) is not request:
                 continue
             if request.message_queue in watched and not request.process_queue.dropped:

@@ -560,8 +560,9 @@ class PushConsumerImpl(ConsumerCore):
 
     @property
     def watch_renew_ms(self) -> int:
-        """How long a watched queue stays parked at most: ``watch_renew_ms``, capped at half
-        of ``pull_max_idle_time_ms`` (a queue not pulled for that long is taken as stuck)."""
+        """How long a watched queue's watch goes unrenewed at most: ``watch_renew_ms``, capped
+        at half of ``pull_max_idle_time_ms`` (a queue neither pulled nor renewed for that long
+        is taken as stuck)."""
         s = self.settings
         return max(1, min(s.watch_renew_ms, s.pull_max_idle_time_ms // 2))
 

@@ -225,8 +225,10 @@ class PushConsumerSettings(ConsumerSettings):
     #: MessagesArrived (docs/protocol.md). Ours; RocketMQ's brokers ignore it, and remoting
     #: is unchanged. Default True.
     watch_idle_queues: bool = True
-    #: A watched queue is pulled anyway after three quarters to all of this (ms), in case the
-    #: broker's push was lost; at most half of ``pull_max_idle_time_ms``. Ours. Default 60000.
+    #: A consumer's watched queues on a broker are renewed (one WatchQueues request; those
+    #: with something to pull are pulled) three quarters to all of this (ms) after the last
+    #: renewal, in case the broker's push was lost; at most half of ``pull_max_idle_time_ms``.
+    #: Ours. Default 60000.
     watch_renew_ms: int = 60_000
 
     def ranges(self) -> list[tuple[str, int, int, int]]:

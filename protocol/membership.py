@@ -24,7 +24,8 @@ changed:
   (``NotifiedMembers.members``); else the answer is the list, held with its version.
 
 Versions are per broker: two brokers number the same change differently, and a client holds
-each broker's copy on its own channel to it. Pure code: no I/O, no clock.
+each broker's copy on its own channel to it. Pure code: no I/O, no clock (the broker passes the
+start of its versions).
 """
 
 from __future__ import annotations
@@ -56,9 +57,13 @@ class MembershipHistory:
     """The broker's side: a version per notification round of each group, and the last few
     memberships to compute changes from."""
 
-    def __init__(self, keep: int = DEFAULT_HISTORY) -> None:
+    def __init__(self, keep: int = DEFAULT_HISTORY, *, start: int = 0) -> None:
+        """``start``: the versions count on from it. The broker passes its start time (ms), so
+        that no version of one run is a version of the next: a client that held one across a
+        restart (its channel not reopened yet) would otherwise be told its members are current.
+        """
         self.keep = max(1, keep)
-        self._next = 0
+        self._next = start
         # group -> version -> the members then (None: they repeated an id, no changes from it)
         self._kept: dict[str, OrderedDict[int, frozenset[str] | None]] = {}
 

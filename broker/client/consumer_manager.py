@@ -616,7 +616,8 @@ class DefaultConsumerIdsChangeListener:
         # Rate limit: when each group was last notified, and the held change of each group.
         self._last_notified: dict[str, float] = {}
         self._held: dict[str, list[Channel]] = {}
-        self.history = MembershipHistory()
+        # versions from the start time (ms): never one of a run before a restart
+        self.history = MembershipHistory(start=int(time.time() * 1000))
 
     def handle(self, event: ConsumerGroupEvent, group: str, *args: object) -> None:
         if event is ConsumerGroupEvent.UNREGISTER:

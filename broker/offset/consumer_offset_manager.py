@@ -183,6 +183,12 @@ class ConsumerOffsetManager:
             return None
         return queues[queue_id]
 
+    def reset_waiting(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
+        """Whether a reset of the queue to another offset than ``offset`` waits for its next
+        pull (``pending_reset`` without ending it): a watch from ``offset`` would hide it."""
+        target = self.reset_table.get(self.key(group, topic), {}).get(queue_id)
+        return target is not None and target != offset
+
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when there is none."""
         return self.offset_table.get(self.key(group, topic), {}).get(queue_id, -1)

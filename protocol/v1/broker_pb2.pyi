@@ -103,14 +103,16 @@ class MessagesArrived(_message.Message):
     def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., max_offset: _Optional[int] = ...) -> None: ...
 
 class QueueWatch(_message.Message):
-    __slots__ = ("topic", "queue_id", "offset")
+    __slots__ = ("topic", "queue_id", "offset", "epoch")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     topic: str
     queue_id: int
     offset: int
-    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class WatchQueuesRequest(_message.Message):
     __slots__ = ("consumer_group", "client_id", "channel_id", "queues")

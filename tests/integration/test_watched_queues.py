@@ -192,6 +192,23 @@ async def test_watches_are_renewed_in_one_request_per_broker_not_a_pull_per_queu
         answer = await client.invoke_broker("broker-a", "WatchQueues", request)
         assert list(answer.watching) == [False]
         request.client_id = client.client_id
+        broker = cluster.broker("broker-a").client
+        request.queues[0].offset = broker.store.get_max_offset(TOPIC, 0)
+        answer = await client.invoke_broker("broker-a", "WatchQueues", request)
+        assert list(answer.watching) == [True]  # nothing after it: watched
+        request.queues[0].epoch = 12345  # not a grant of ours
+        answer = await client.invoke_broker("broker-a", "WatchQueues", request)
+        assert list(answer.watching) == [False]
+        request.queues[0].epoch = 0
+        request.consumer_group = "another-group"  # our channel is no member of it
+        answer = await client.invoke_broker("broker-a", "WatchQueues", request)
+        assert list(answer.watching) == [False]
+        request.consumer_group = "renewing"
+        # An administrator's reset waits for the queue's next pull: pulled, not watched, so
+        # that the pull moves it (a renewal would otherwise hide a reset whose push was lost).
+        broker.offsets.reset_offset("renewing", TOPIC, 0, 0, pending=True)
+        answer = await client.invoke_broker("broker-a", "WatchQueues", request)
+        assert list(answer.watching) == [False]
         request.queues[0].queue_id = 99
         with pytest.raises(MQError, match=r"queues\[0\].queue_id 99 is out of range"):
             await client.invoke_broker("broker-a", "WatchQueues", request)

@@ -72,6 +72,14 @@ def test_the_latest_round_names_its_members_and_a_query_records_none() -> None:
     assert history.latest("G", ["a", "a"]) == 0  # a repeated id is never a version
 
 
+def test_a_broker_restarted_numbers_its_rounds_after_every_version_of_its_last_run() -> None:
+    before = MembershipHistory(start=1_000)
+    versions = [before.record("G", ["a"]) for _ in range(3)]
+    assert versions == [1_001, 1_002, 1_003]
+    after = MembershipHistory(start=2_000)  # its start time later: a newer base
+    assert after.record("G", ["a"]) > max(versions)
+
+
 def test_the_client_finds_its_members_by_version_and_takes_a_change_it_already_holds() -> None:
     held = NotifiedMembers()
     held.whole("G", 4, ["b", "a"])

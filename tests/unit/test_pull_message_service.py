@@ -159,3 +159,30 @@ async def test_a_failed_renewal_pulls_its_queues_but_not_one_woken_meanwhile() -
         assert not service.is_parked("g", MQ_A) and not service.is_parked("g", mq_a1)
     finally:
         await service.shutdown()
+
+
+async def test_a_renewal_forgets_the_parked_request_of_a_dropped_queue() -> None:
+    """It is not ours any more: not watched again (the broker ended its watch), not pulled."""
+    pulled: list[MessageQueue] = []
+    renewed: list[list[MessageQueue]] = []
+    mq_a1 = MessageQueue("T", "broker-a", 1)
+
+    async def handler(request: PullRequest) -> None:
+        pulled.append(request.message_queue)
+
+    async def renewer(broker_name: str, requests: list[PullRequest]) -> set[MessageQueue]:
+        renewed.append([r.message_queue for r in requests])
+        return {r.message_queue for r in requests}
+
+    service = PullMessageService(lambda group: handler, lambda group: renewer)
+    service.start()
+    try:
+        dropped = _request(MQ_A)
+        service.park(dropped, 20)
+        service.park(_request(mq_a1), 20)
+        dropped.process_queue.dropped = True
+        await asyncio.sleep(0.05)
+        assert renewed and all(batch == [mq_a1] for batch in renewed)
+        assert pulled == [] and not service.is_parked("g", MQ_A)
+    finally:
+        await service.shutdown()

@@ -296,6 +296,7 @@ async def test_the_pass_asks_with_the_version_it_holds_and_an_unchanged_answer_i
             client.channels[addr] = BrokerChannel(
                 addr, client.client_id, lambda: None, client._on_channel_event, reopened
             )
+            client.channels[addr]._opened(broker_pb2.ChannelOpened(channel_id=f"ch-{addr}"))
         client.channels["b:1"].members.whole("g", 7, ["127.0.0.1@z", "127.0.0.1@a"])
         # The broker whose version is held is asked, with it; "unchanged" is the list held.
         answers.append(broker_pb2.GetConsumerListByGroupResponse(version=7, unchanged=True))
@@ -323,6 +324,56 @@ async def test_the_pass_asks_with_the_version_it_holds_and_an_unchanged_answer_i
         assert await client.find_consumer_id_list("T", "g") == ["127.0.0.1@a"]
         assert asked[-1][1] == 0
         assert all(c.members.version("g") == 0 for c in client.channels.values())
+        # A channel not open holds nothing: asked without a version, the answer not held (its
+        # broker may have restarted; the channel's reopening starts again from its lists).
+        client.channels["a:1"].members.whole("g", 3, ["127.0.0.1@a"])
+        client.channels["a:1"].channel_id = None
+        client.broker_addr_table = {"broker-a": {0: "a:1"}}
+        answers.append(
+            broker_pb2.GetConsumerListByGroupResponse(consumer_id_list=["127.0.0.1@a"], version=4)
+        )
+        assert await client.find_consumer_id_list("T", "g") == ["127.0.0.1@a"]
+        assert asked[-1] == ("broker-a", 0)
+        assert client.channels["a:1"].members.version("g") == 3
+    finally:
+        await client.namesrv.close()
+
+
+async def test_an_answer_is_not_held_over_a_newer_notification_or_a_reopened_channel() -> None:
+    from typing import Any
+
+    from aiorocketmq.consumer.broker_channel import BrokerChannel
+    from aiorocketmq.consumer.client_instance import MQClientInstance
+    from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
+
+    client = MQClientInstance("127.0.0.1@a", "127.0.0.1:1")
+    during: list[Any] = []
+
+    async def invoke_broker(name: str, method: str, request: Any, timeout: Any = None) -> Any:
+        during.pop(0)()  # what happens while the answer is on its way
+        return broker_pb2.GetConsumerListByGroupResponse(
+            consumer_id_list=["127.0.0.1@a", "127.0.0.1@b"], version=8
+        )
+
+    async def reopened(channel: BrokerChannel) -> None:
+        pass
+
+    try:
+        client.topic_route_table["T"] = common_pb2.TopicRouteData(
+            broker_datas=[common_pb2.BrokerData(broker_name="broker-a")]
+        )
+        client.broker_addr_table = {"broker-a": {0: "a:1"}}
+        client.invoke_broker = invoke_broker  # type: ignore[method-assign]
+        channel = client.channels["a:1"] = BrokerChannel(
+            "a:1", client.client_id, lambda: None, client._on_channel_event, reopened
+        )
+        channel._opened(broker_pb2.ChannelOpened(channel_id="c1"))
+        during.append(lambda: channel.members.whole("g", 9, ["127.0.0.1@a"]))
+        await client.find_consumer_id_list("T", "g")
+        assert channel.members.members("g", 9) == ["127.0.0.1@a"]  # the notification's
+        during.append(lambda: channel._opened(broker_pb2.ChannelOpened(channel_id="c2")))
+        await client.find_consumer_id_list("T", "g")
+        assert channel.members.version("g") == 0  # from the channel before: not held
     finally:
         await client.namesrv.close()
 
