@@ -70,7 +70,7 @@ WARMUP_S = 10.0
 # the brokers, passes still running); at most QUIET_MAX_S.
 QUIET_S = 3.0
 QUIET_MAX_S = 300.0
-IDLE_S = 10.0  # the settled group's CPU is read over this long before the changes
+IDLE_S = 10.0  # the settled group's CPU is read over this long after the changes
 GROUP = "bench_rebalance"
 SWEEP_SIZES = [(8, 32), (32, 128), (128, 512), (1000, 4096)]
 SWEEP_MODES = [
@@ -556,15 +556,6 @@ async def run_case(
             progress.cancel()
         await asyncio.sleep(max(case.spacing, case.warmup))
         tail_s = await holdings.quiet(QUIET_S, QUIET_MAX_S)
-        # The settled group's own cost (heartbeats, offset commits, the harness's reads),
-        # which the CPU per change includes for the spacing after each change.
-        idle0 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
-        await asyncio.sleep(IDLE_S)
-        idle1 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
-        idle_cpu = (
-            (idle1[1] - idle0[1]) / max(1e-3, idle1[0] - idle0[0]),
-            (idle1[2] - idle0[2]) / max(1e-3, idle1[0] - idle0[0]),
-        )
         broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
         worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
         cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
@@ -614,6 +605,16 @@ async def run_case(
             cpu_by_kind[last].append((cpu1[0] - cpu_at[0], cpu1[1] - cpu_at[1]))
         changes = max(1, case.changes)
         cpu_per_change = ((cpu1[0] - cpu0[0]) / changes, (cpu1[1] - cpu0[1]) / changes)
+        # The settled group's own cost (heartbeats, periodic passes, watch renewals), which
+        # goes on through every change. Read after the changes: before them, the wait would
+        # move the first change onto the periodic pass of a group started all at once.
+        idle0 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        await asyncio.sleep(IDLE_S)
+        idle1 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        idle_cpu = (
+            (idle1[1] - idle0[1]) / max(1e-3, idle1[0] - idle0[0]),
+            (idle1[2] - idle0[2]) / max(1e-3, idle1[0] - idle0[0]),
+        )
         for i in range(case.kills):
             # A consumer alone in its process, killed with SIGKILL: the brokers learn it from
             # the closed connection (the kernel closes the sockets of a dead process).
