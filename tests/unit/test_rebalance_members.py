@@ -328,7 +328,9 @@ async def test_the_pass_asks_with_the_version_it_holds_and_an_unchanged_answer_i
         # broker may have restarted; the channel's reopening starts again from its lists).
         client.channels["a:1"].members.whole("g", 3, ["127.0.0.1@a"])
         client.channels["a:1"].channel_id = None
-        client.broker_addr_table = {"broker-a": {0: "a:1"}}
+        client.topic_route_table["T"] = common_pb2.TopicRouteData(
+            broker_datas=[common_pb2.BrokerData(broker_name="broker-a")]
+        )
         answers.append(
             broker_pb2.GetConsumerListByGroupResponse(consumer_id_list=["127.0.0.1@a"], version=4)
         )
