@@ -402,8 +402,7 @@ class MQClientInstance:
 
     def open_channel_id(self, broker_name: str) -> str:
         """The id of our channel to ``broker_name``'s master if it is open now, else ""."""
-        addr = self.find_broker_addr(broker_name)
-        channel = self.channels.get(addr) if addr is not None else None
+        channel = self._open_channel(broker_name)
         return (channel.channel_id or "") if channel is not None else ""
 
     async def channel_id_for(self, broker_name: str) -> str | None:
