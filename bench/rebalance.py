@@ -461,7 +461,7 @@ class CaseResult:
     broker_cpu_per_change: float = 0.0
     worker_cpu_per_change: float = 0.0
     # "join" / "leave" -> (brokers, consumers) CPU seconds per change of that kind, the
-    # spacing after it included; and the settled group's CPU per second before the changes
+    # spacing after it included; and the settled group's CPU per second after the changes
     cpu_per_kind: dict[str, tuple[float, float]] = field(default_factory=dict)
     idle_cpu_per_s: tuple[float, float] = (0.0, 0.0)
 
@@ -558,17 +558,18 @@ async def run_case(
         tail_s = await holdings.quiet(QUIET_S, QUIET_MAX_S)
         broker_rss = sum(rss_bytes(pid) for pid in broker_pids) - broker_rss0
         worker_rss = sum(rss_bytes(w.proc.pid) for w in workers) - worker_rss0
-        cpu0 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
-        # (brokers, consumers) CPU seconds from each change's command to the next one's
-        cpu_by_kind: dict[str, list[tuple[float, float]]] = {"join": [], "leave": []}
-        cpu_at = cpu0
+
+        def cpu_now() -> tuple[float, float]:
+            """CPU seconds so far: (brokers, consumer processes)."""
+            return _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+
+        cpu0 = cpu_now()
+        # Each change's kind and the CPU when its command was given: a change's CPU runs to
+        # the next one's command (the last one's to the end of the changes).
+        cpu_marks: list[tuple[str, tuple[float, float]]] = []
         for i in range(case.changes):
             kind = "join" if i % 2 == 0 else "leave"
-            if i:
-                now = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
-                last = "join" if (i - 1) % 2 == 0 else "leave"
-                cpu_by_kind[last].append((now[0] - cpu_at[0], now[1] - cpu_at[1]))
-                cpu_at = now
+            cpu_marks.append((kind, cpu_now()))
             t0 = time.time()
             holdings.issued(t0)
             if kind == "join":
@@ -599,22 +600,20 @@ async def run_case(
                 fan_out = holdings.fan_out([m[1] for m in members], t0)
                 after_start = t0 - t_start - start_s
                 _write_time(case, i, kind, cid, holdings, t0, replied, after_start, fan_out)
-        cpu1 = _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
-        if case.changes:
-            last = "join" if (case.changes - 1) % 2 == 0 else "leave"
-            cpu_by_kind[last].append((cpu1[0] - cpu_at[0], cpu1[1] - cpu_at[1]))
+        cpu1 = cpu_now()
+        cpu_by_kind: dict[str, list[tuple[float, float]]] = {"join": [], "leave": []}
+        ends = [at for _, at in cpu_marks[1:]] + [cpu1]
+        for (kind, at), end in zip(cpu_marks, ends, strict=True):
+            cpu_by_kind[kind].append((end[0] - at[0], end[1] - at[1]))
         changes = max(1, case.changes)
         cpu_per_change = ((cpu1[0] - cpu0[0]) / changes, (cpu1[1] - cpu0[1]) / changes)
         # The settled group's own cost (heartbeats, periodic passes, watch renewals), which
         # goes on through every change. Read after the changes: before them, the wait would
         # move the first change onto the periodic pass of a group started all at once.
-        idle0 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
+        idle_t0, idle0 = time.time(), cpu_now()
         await asyncio.sleep(IDLE_S)
-        idle1 = time.time(), _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
-        idle_cpu = (
-            (idle1[1] - idle0[1]) / max(1e-3, idle1[0] - idle0[0]),
-            (idle1[2] - idle0[2]) / max(1e-3, idle1[0] - idle0[0]),
-        )
+        idle_s, idle1 = max(1e-3, time.time() - idle_t0), cpu_now()
+        idle_cpu = ((idle1[0] - idle0[0]) / idle_s, (idle1[1] - idle0[1]) / idle_s)
         for i in range(case.kills):
             # A consumer alone in its process, killed with SIGKILL: the brokers learn it from
             # the closed connection (the kernel closes the sockets of a dead process).
