@@ -982,7 +982,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a PushConsumer option of every consumer (handoff_acquire_wait_ms=2000), repeatable",
+        help="a PushConsumer or ClientConfig option of every consumer "
+        "(handoff_acquire_wait_ms=2000, batch_acquires=false), repeatable",
     )
     parser.add_argument(
         "--procs",

@@ -27,6 +27,7 @@ import asyncio
 import gc
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,11 @@ class Worker:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.options: dict[str, Any] = dict(option_value(o) for o in args.option)
+        options: dict[str, Any] = dict(option_value(o) for o in args.option)
+        # The ClientConfig fields among them (batch_acquires=false) go to the client config.
+        client_fields = {f.name for f in fields(ClientConfig)}
+        self.client_options = {k: v for k, v in options.items() if k in client_fields}
+        self.options = {k: v for k, v in options.items() if k not in client_fields}
         self.consumers: dict[str, PushConsumer] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.starting = asyncio.Semaphore(STARTS_AT_ONCE)
@@ -157,7 +162,7 @@ class Worker:
                 instance_name=name,
                 allocate_strategy=strategy_by_name(self.args.strategy),
                 handoff=self.args.handoff,
-                client_config=ClientConfig(share_connections=True),
+                client_config=ClientConfig(share_connections=True, **self.client_options),
                 **self.options,
             )
             c.subscribe(self.args.topic, "*")
@@ -282,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a PushConsumer option of every consumer (an int, a float, true/false or a string)",
+        help="a PushConsumer or ClientConfig option of every consumer (an int, a float, "
+        "true/false or a string)",
     )
     parser.add_argument(
         "--trace", type=Path, help="also append every protocol-trace record to this JSONL file"

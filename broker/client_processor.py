@@ -14,7 +14,7 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,10 +74,23 @@ def _log_write_failure(task: asyncio.Task[None]) -> None:
         log.error("writing the queue grant table failed", error=str(task.exception()))
 
 
+def _failed_answer(index: int, error: BaseException) -> broker_pb2.AcquireAnswer:
+    """The answer to an acquire of a batch that failed: its response code and message (an
+    unexpected error is logged, and answered as SYSTEM_ERROR: the others go on)."""
+    if not isinstance(error, MQError):
+        log.error("an acquire of a batch failed", error=repr(error), exc_info=error)
+        error = MQError(f"AcquireQueues failed: {error!r}")
+    return broker_pb2.AcquireAnswer(
+        index=index, response_code=int(error.response_code), error=error.message
+    )
+
+
 # The longest an acquire waits for a held queue, whatever it asks; and the time it leaves
 # before its call's deadline for its answer (the grant table's write, the way back).
 MAX_ACQUIRE_WAIT_MS = 2_000
 ACQUIRE_ANSWER_MARGIN_S = 0.5
+# The most acquires one AcquireQueuesBatch may carry.
+MAX_ACQUIRE_BATCH = 1024
 
 
 @dataclass(eq=False, slots=True)
@@ -87,6 +100,8 @@ class _HeldAcquire:
     client_id: str
     channel_id: str
     waiting: set[MessageQueue]
+    deadline: float = 0.0  # the loop time its answer is due
+    asked: frozenset[MessageQueue] = frozenset()  # where it is listed in _held_acquires
     handed: list[tuple[MessageQueue, int]] = field(default_factory=list)
     wake: asyncio.Future[None] | None = None
     # Its consumer left the group (UNREGISTER_CLIENT): answered now, with no grant (they were
@@ -536,37 +551,54 @@ class ClientManageProcessor:
         request asking under an allocation that has moved on costs its pass that much at most,
         and ends half a second before the call's deadline (``time_remaining``, s).
         """
+        response, held = self.acquire_and_hold(request, time_remaining, peer)
+        if held is None:
+            return response
+        return await self.held_answer(request, response, held)
+
+    def acquire_and_hold(
+        self,
+        request: broker_pb2.AcquireQueuesRequest,
+        time_remaining: float | None = None,
+        peer: str = "",
+    ) -> tuple[broker_pb2.AcquireQueuesResponse, _HeldAcquire | None]:
+        """The first, synchronous step of ``acquire_queues_waiting``: the acquire, and its
+        denied queues held for it (from now on a release hands them over) when it may wait;
+        the held acquire is then answered by ``held_answer``, else None."""
         response = self.acquire_queues(request, peer)
         wait_s = min(request.wait_millis, MAX_ACQUIRE_WAIT_MS) / 1000
         if time_remaining is not None:
             wait_s = min(wait_s, time_remaining - ACQUIRE_ANSWER_MARGIN_S)
         if wait_s <= 0 or not response.denied:
-            return response
-        group = request.consumer_group
+            return response, None
         held = _HeldAcquire(
             request.client_id,
             request.channel_id,
             set(self._queues([d.message_queue for d in response.denied])),
+            deadline=asyncio.get_running_loop().time() + wait_s,
         )
-        asked = frozenset(held.waiting)
-        for mq in asked:
-            self._held_acquires.setdefault((group, mq), []).append(held)
+        held.asked = frozenset(held.waiting)
+        for mq in held.asked:
+            self._held_acquires.setdefault((request.consumer_group, mq), []).append(held)
+        return response, held
+
+    async def held_answer(
+        self,
+        request: broker_pb2.AcquireQueuesRequest,
+        response: broker_pb2.AcquireQueuesResponse,
+        held: _HeldAcquire,
+    ) -> broker_pb2.AcquireQueuesResponse:
+        """Wait until ``held`` has nothing left to wait for, or its time is up; its answer."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_s
         try:
-            while held.waiting and not held.ended and (left := deadline - loop.time()) > 0:
+            while held.waiting and not held.ended and (left := held.deadline - loop.time()) > 0:
                 held.wake = loop.create_future()
                 try:
                     await asyncio.wait_for(held.wake, left)
                 except TimeoutError:
                     break
         finally:
-            for mq in asked:
-                waiting = self._held_acquires.get((group, mq))
-                if waiting is not None and held in waiting:
-                    waiting.remove(held)
-                    if not waiting:
-                        del self._held_acquires[(group, mq)]
+            self.unhold(request.consumer_group, held)
         # The channel closed meanwhile: what it was granted went with it (``_channel_gone``),
         # and nothing is granted; the releases that rode along were done, and say so.
         if held.ended or request.channel_id not in self.channels:
@@ -579,7 +611,7 @@ class ClientManageProcessor:
         # Still held (every let-go of a queue we wait for hands it to a waiting acquire, so none
         # is free here): denied, naming the holder now.
         for mq in sorted(held.waiting):
-            grant = self.grants.holder(group, mq)
+            grant = self.grants.holder(request.consumer_group, mq)
             if grant is not None:
                 answer.denied.add(
                     message_queue=mq.to_proto(),
@@ -587,6 +619,84 @@ class ClientManageProcessor:
                     epoch=grant.epoch,
                 )
         return answer
+
+    def unhold(self, group: str, held: _HeldAcquire) -> None:
+        """``held`` waits no more: releases of its queues no longer hand them to it (called
+        again, it does nothing)."""
+        for mq in held.asked:
+            waiting = self._held_acquires.get((group, mq))
+            if waiting is not None and held in waiting:
+                waiting.remove(held)
+                if not waiting:
+                    del self._held_acquires[(group, mq)]
+        held.asked = frozenset()
+
+    async def acquire_queues_batch(
+        self,
+        request: broker_pb2.AcquireQueuesBatchRequest,
+        time_remaining: float | None = None,
+        peer: str = "",
+    ) -> AsyncIterator[list[broker_pb2.AcquireAnswer]]:
+        """The acquires of a batch, each as ``acquire_queues_waiting``; yields the answers
+        ready at each moment, the grants among them durable (as a single acquire answers).
+
+        They are done in order, each held before the next: a release riding in one hands its
+        queue to another of the batch waiting for it. One that fails is answered with its
+        error; the others go on.
+        """
+        if len(request.acquires) > MAX_ACQUIRE_BATCH:
+            raise InvalidArgument(
+                f"acquires: {len(request.acquires)} in one batch, at most {MAX_ACQUIRE_BATCH}"
+            )
+        ready: list[broker_pb2.AcquireAnswer] = []
+        waiting: dict[asyncio.Task[broker_pb2.AcquireQueuesResponse], int] = {}
+        helds: list[tuple[str, _HeldAcquire]] = []
+        try:
+            for index, acquire in enumerate(request.acquires):
+                try:
+                    response, held = self.acquire_and_hold(acquire, time_remaining, peer)
+                except Exception as e:
+                    ready.append(_failed_answer(index, e))
+                    continue
+                if held is None:
+                    ready.append(broker_pb2.AcquireAnswer(index=index, response=response))
+                    continue
+                helds.append((acquire.consumer_group, held))
+                answer = asyncio.create_task(self.held_answer(acquire, response, held))
+                waiting[answer] = index
+            while True:
+                if ready:
+                    yield await self._durable_answers(ready)
+                    ready = []
+                if not waiting:
+                    return
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                for answer in done:
+                    index = waiting.pop(answer)
+                    error = answer.exception()
+                    ready.append(
+                        _failed_answer(index, error)
+                        if error is not None
+                        else broker_pb2.AcquireAnswer(index=index, response=answer.result())
+                    )
+        finally:
+            for answer in waiting:
+                answer.cancel()
+            for group, held in helds:
+                self.unhold(group, held)
+
+    async def _durable_answers(
+        self, answers: list[broker_pb2.AcquireAnswer]
+    ) -> list[broker_pb2.AcquireAnswer]:
+        """``answers`` once their grants are on disk; if the write failed, those that carry a
+        response fail as a single acquire would (the client asks again: the queues unsure)."""
+        try:
+            await self.grants_durable()
+        except ServiceNotAvailable as e:
+            return [
+                a if not a.HasField("response") else _failed_answer(a.index, e) for a in answers
+            ]
+        return answers
 
     def _end_held_acquires(self, channel_id: str, group: str) -> None:
         """The acquires of ``channel_id`` waiting in ``group`` answer now, with what they got."""

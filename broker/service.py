@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.rpc import guard
+from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.rpc import abort_with, guard
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from aiorocketmq.trace import tracer
 
@@ -44,9 +46,6 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         try:
             channel = client.open_channel(request, context.peer())
         except Exception as e:
-            from aiorocketmq.protocol.errors import MQError
-            from aiorocketmq.protocol.rpc import abort_with
-
             await abort_with(context, e if isinstance(e, MQError) else MQError(repr(e)))
             return
         try:
@@ -113,18 +112,55 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         t1 = time.monotonic()
         await self.b.client.grants_durable()  # before the answer: a grant survives a crash
         if tracer.enabled:
-            tracer.record(
-                "acquire_answered",
-                broker=self.b.config.broker_name,
-                group=request.consumer_group,
-                client_id=request.client_id,
-                asked=len(request.mq_set),
-                granted=len(response.granted),
-                released=len(response.released),
-                wait_ms=round((t1 - t0) * 1000, 1),
-                durable_ms=round((time.monotonic() - t1) * 1000, 1),
-            )
+            self._trace_acquire(request, response, t0, t1)
         return response
+
+    async def AcquireQueuesBatch(
+        self, request: broker_pb2.AcquireQueuesBatchRequest, context: Ctx
+    ) -> AsyncIterator[broker_pb2.AcquireQueuesBatchResponse]:
+        """The acquires of a batch, answered as each is done (``acquire_queues_batch``)."""
+        t0 = time.monotonic()
+        code = 0
+        try:
+            async for answers in self.b.client.acquire_queues_batch(
+                request, context.time_remaining(), context.peer()
+            ):
+                if tracer.enabled:
+                    for a in answers:
+                        if a.HasField("response"):
+                            self._trace_acquire(request.acquires[a.index], a.response, t0, None)
+                yield broker_pb2.AcquireQueuesBatchResponse(answers=answers)
+        except MQError as e:
+            code = int(e.response_code)
+            await abort_with(context, e)
+        except Exception as e:  # the server keeps serving; the caller learns what broke
+            code = int(ResponseCode.SYSTEM_ERROR)
+            log.exception("rpc failed", rpc="AcquireQueuesBatch")
+            await abort_with(context, MQError(f"AcquireQueuesBatch failed: {e!r}"))
+        finally:
+            self.observe_rpc("AcquireQueuesBatch", code, time.monotonic() - t0)
+
+    def _trace_acquire(
+        self,
+        request: broker_pb2.AcquireQueuesRequest,
+        response: broker_pb2.AcquireQueuesResponse,
+        t0: float,
+        t1: float | None,
+    ) -> None:
+        """The protocol trace's record of an acquire answered (``t1``: when it stopped
+        waiting for releases, if known apart from the durable write)."""
+        now = time.monotonic()
+        tracer.record(
+            "acquire_answered",
+            broker=self.b.config.broker_name,
+            group=request.consumer_group,
+            client_id=request.client_id,
+            asked=len(request.mq_set),
+            granted=len(response.granted),
+            released=len(response.released),
+            wait_ms=round(((t1 if t1 is not None else now) - t0) * 1000, 1),
+            durable_ms=round((now - t1) * 1000, 1) if t1 is not None else None,
+        )
 
     @guard
     async def ReleaseQueues(

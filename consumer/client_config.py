@@ -32,6 +32,11 @@ class ClientConfig:
     # otherwise open its own: for a process hosting many consumers of one group, each with its
     # own client id. Each instance keeps its own channel stream, so brokers see it as before.
     share_connections: bool = False
+    # Ours, with share_connections: the fenced acquires of the process's client instances to
+    # one broker asked for within this long of one another go in one AcquireQueuesBatch call
+    # (``aiorocketmq.consumer.acquire_batch``). False: each goes alone, as AcquireQueues.
+    batch_acquires: bool = True
+    acquire_batch_ms: float = 2.0
     # Ours: a notification's member list (our brokers send one) is used by the rebalance it
     # wakes only if read within this long of its sending (the broker's clock against ours);
     # an older one, or one from a broker whose clock is behind ours by more, leaves the pass
@@ -45,6 +50,8 @@ class ClientConfig:
     notified_by_one_broker: bool = True
 
     def __post_init__(self) -> None:
+        if self.acquire_batch_ms < 0:
+            raise ValueError(f"acquire_batch_ms must be >= 0, got {self.acquire_batch_ms}")
         if self.channel_reconnect_delay_ms < 1:
             raise ValueError(
                 f"channel_reconnect_delay_ms must be >= 1, got {self.channel_reconnect_delay_ms}"

@@ -31,6 +31,7 @@ from collections.abc import (
 )
 from typing import Any, ClassVar, Protocol
 
+from aiorocketmq.consumer.acquire_batch import AcquireBatcher
 from aiorocketmq.consumer.broker_channel import BrokerChannel, reconnect_backoff_ms
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.pull_message_service import (
@@ -399,6 +400,26 @@ class MQClientInstance:
         return await call(
             getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
         )
+
+    async def acquire_queues(
+        self, broker_name: str, request: broker_pb2.AcquireQueuesRequest
+    ) -> broker_pb2.AcquireQueuesResponse:
+        """AcquireQueues on ``broker_name``'s master; with shared connections, sent with the
+        acquires of the process's other instances asked for meanwhile (``AcquireBatcher``)."""
+        addr = self.find_broker_addr(broker_name)
+        if addr is None:
+            raise ServiceNotAvailable(f"no address for broker {broker_name} in the routes")
+        batcher = None
+        if self.config.batch_acquires:
+            linger_s = self.config.acquire_batch_ms / 1000
+            batcher = self.brokers.shared_object(
+                addr, "acquires", lambda channel: AcquireBatcher(channel, linger_s)
+            )
+        if batcher is None:
+            response = await self.invoke_broker(broker_name, "AcquireQueues", request)
+            assert isinstance(response, broker_pb2.AcquireQueuesResponse)
+            return response
+        return await batcher.acquire(request, self._timeout())
 
     def open_channel_id(self, broker_name: str) -> str:
         """The id of our channel to ``broker_name``'s master if it is open now, else ""."""

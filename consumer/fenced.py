@@ -57,6 +57,9 @@ class _Client(Protocol):
 
     async def channel_id_for(self, broker_name: str) -> str | None: ...
     def open_channel_id(self, broker_name: str) -> str: ...
+    async def acquire_queues(
+        self, broker_name: str, request: broker_pb2.AcquireQueuesRequest
+    ) -> broker_pb2.AcquireQueuesResponse: ...
     async def invoke_broker(
         self, broker_name: str, method: str, request: object, timeout: float | None = None
     ) -> object: ...
@@ -226,7 +229,7 @@ class FencedHandoff:
             )
             if ride is not None:
                 request.releases.extend(self._releases(ride.items))
-            response = await self.client.invoke_broker(broker_name, "AcquireQueues", request)
+            response = await self.client.acquire_queues(broker_name, request)
         except BaseException as e:
             if ride is not None:  # perhaps done by the broker: owed, sent again before a pass
                 error = e if isinstance(e, MQError) else None
@@ -238,7 +241,6 @@ class FencedHandoff:
                 self.unsure.update(mqs)
                 self._owe()
             return {}
-        assert isinstance(response, broker_pb2.AcquireQueuesResponse)
         if ride is not None:
             ride.answer(self._release_answered(ride.items, response.released))
         self.unsure.difference_update(mqs)  # answered: granted or denied, we know which

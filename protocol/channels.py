@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import grpc
 
@@ -27,6 +27,7 @@ from aiorocketmq.protocol.rpc import insecure_channel
 __all__ = ["SharedChannels", "StubTable", "shared_channels"]
 
 StubT = TypeVar("StubT")
+T = TypeVar("T")
 
 
 class SharedChannels:
@@ -34,6 +35,8 @@ class SharedChannels:
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[grpc.aio.Channel, int]] = {}
+        # Objects living with a channel, for its users together (``attached``).
+        self._attached: dict[tuple[str, str], object] = {}
 
     def acquire(self, addr: str) -> grpc.aio.Channel:
         """The channel to ``addr`` (opened by the first user), counted as one more user."""
@@ -51,7 +54,19 @@ class SharedChannels:
             self._entries[addr] = (channel, users - 1)
             return
         del self._entries[addr]
+        for key in [k for k in self._attached if k[0] == addr]:
+            del self._attached[key]
         await channel.close()
+
+    def attached(self, addr: str, name: str, make: Callable[[grpc.aio.Channel], T]) -> T:
+        """The object ``name`` that the users of ``addr``'s channel share (made from the
+        channel on first ask; dropped when the channel closes): a batcher of their calls."""
+        key = (addr, name)
+        found = self._attached.get(key)
+        if found is None:
+            channel = self._entries[addr][0]
+            found = self._attached[key] = make(channel)
+        return cast(T, found)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -94,6 +109,16 @@ class StubTable(Generic[StubT]):
                 channel = insecure_channel(addr)
             entry = self._entries[addr] = (channel, self._make_stub(channel))
         return entry[1]
+
+    def shared_object(
+        self, addr: str, name: str, make: Callable[[grpc.aio.Channel], T]
+    ) -> T | None:
+        """The object ``name`` shared by the users of ``addr``'s shared channel
+        (``SharedChannels.attached``); None when this table's channels are its own."""
+        self.stub(addr)
+        if self._pool is None:
+            return None
+        return self._pool.attached(addr, name, make)
 
     def channel(self, addr: str) -> grpc.aio.Channel | None:
         """The channel to ``addr`` if one is open."""

@@ -113,6 +113,7 @@ RPC_REQUEST_CODES: dict[str, RequestCode | None] = {
     "Broker.LockBatchMQ": RequestCode.LOCK_BATCH_MQ,
     "Broker.UnlockBatchMQ": RequestCode.UNLOCK_BATCH_MQ,
     "Broker.AcquireQueues": None,
+    "Broker.AcquireQueuesBatch": None,
     "Broker.ReleaseQueues": None,
     "Broker.WatchQueues": None,
     "Broker.SendMessage": RequestCode.SEND_BATCH_MESSAGE,

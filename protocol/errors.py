@@ -29,6 +29,7 @@ __all__ = [
     "SubscriptionNotExist",
     "SubscriptionNotLatest",
     "TopicNotFound",
+    "from_response_code",
     "from_rpc_error",
 ]
 
@@ -202,3 +203,13 @@ def from_rpc_error(error: grpc.aio.AioRpcError) -> MQError:
     else:
         cls = _BY_STATUS.get(status, MQError)
     return cls(message, response_code=code, grpc_status=status)
+
+
+def from_response_code(code: int, message: str) -> MQError:
+    """The typed error a response code stands for, where no gRPC status comes with it (an
+    answer within a batch: ``AcquireAnswer``)."""
+    try:
+        response_code = ResponseCode(code)
+    except ValueError:
+        return MQError(f"{message} (response code {code})")
+    return _BY_CODE.get(response_code, MQError)(message, response_code=response_code)

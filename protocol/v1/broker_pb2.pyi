@@ -298,6 +298,30 @@ class AcquireQueuesResponse(_message.Message):
     released: _containers.RepeatedCompositeFieldContainer[_common_pb2.MessageQueue]
     def __init__(self, granted: _Optional[_Iterable[_Union[QueueGrant, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[QueueDenied, _Mapping]]] = ..., released: _Optional[_Iterable[_Union[_common_pb2.MessageQueue, _Mapping]]] = ...) -> None: ...
 
+class AcquireQueuesBatchRequest(_message.Message):
+    __slots__ = ("acquires",)
+    ACQUIRES_FIELD_NUMBER: _ClassVar[int]
+    acquires: _containers.RepeatedCompositeFieldContainer[AcquireQueuesRequest]
+    def __init__(self, acquires: _Optional[_Iterable[_Union[AcquireQueuesRequest, _Mapping]]] = ...) -> None: ...
+
+class AcquireAnswer(_message.Message):
+    __slots__ = ("index", "response", "response_code", "error")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    response: AcquireQueuesResponse
+    response_code: int
+    error: str
+    def __init__(self, index: _Optional[int] = ..., response: _Optional[_Union[AcquireQueuesResponse, _Mapping]] = ..., response_code: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
+class AcquireQueuesBatchResponse(_message.Message):
+    __slots__ = ("answers",)
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    answers: _containers.RepeatedCompositeFieldContainer[AcquireAnswer]
+    def __init__(self, answers: _Optional[_Iterable[_Union[AcquireAnswer, _Mapping]]] = ...) -> None: ...
+
 class QueueRelease(_message.Message):
     __slots__ = ("message_queue", "epoch", "final_offset")
     MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]

@@ -70,6 +70,11 @@ class BrokerStub:
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesRequest.SerializeToString,
                 response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesResponse.FromString,
                 _registered_method=True)
+        self.AcquireQueuesBatch = channel.unary_stream(
+                '/aiorocketmq.v1.Broker/AcquireQueuesBatch',
+                request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesBatchRequest.SerializeToString,
+                response_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesBatchResponse.FromString,
+                _registered_method=True)
         self.ReleaseQueues = channel.unary_unary(
                 '/aiorocketmq.v1.Broker/ReleaseQueues',
                 request_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.ReleaseQueuesRequest.SerializeToString,
@@ -274,6 +279,15 @@ class BrokerServicer:
     def AcquireQueues(self, request, context):
         """Ours (fenced handoff, generalising LOCK_BATCH_MQ): grant queues with an epoch and the
         committed offset.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AcquireQueuesBatch(self, request, context):
+        """Ours: several acquires in one call, from the client instances of one process sharing its
+        connection to this broker (each with its own client id and channel). Each is answered in
+        the stream once it is done (it may wait for a release: wait_millis).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -535,6 +549,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.AcquireQueues,
                     request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesRequest.FromString,
                     response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesResponse.SerializeToString,
+            ),
+            'AcquireQueuesBatch': grpc.unary_stream_rpc_method_handler(
+                    servicer.AcquireQueuesBatch,
+                    request_deserializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesBatchRequest.FromString,
+                    response_serializer=aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesBatchResponse.SerializeToString,
             ),
             'ReleaseQueues': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseQueues,
@@ -876,6 +895,33 @@ class Broker:
             '/aiorocketmq.v1.Broker/AcquireQueues',
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesRequest.SerializeToString,
             aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcquireQueuesBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/aiorocketmq.v1.Broker/AcquireQueuesBatch',
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesBatchRequest.SerializeToString,
+            aiorocketmq_dot_protocol_dot_v1_dot_broker__pb2.AcquireQueuesBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -642,6 +642,62 @@ async def test_a_release_riding_with_an_acquire_is_done_first_and_hands_its_queu
         assert list(moved.released) == [q1] and [g.message_queue for g in moved.granted] == [q2]
 
 
+async def test_a_batch_of_acquires_is_done_in_order_and_each_answered_when_done(
+    tmp_path: Path,
+) -> None:
+    """AcquireQueuesBatch: the acquires of several clients, done in order (a release riding
+    in a later one hands its queue to an earlier one waiting for it, within the batch), each
+    answered in the stream once done; one that fails gets its own response code and message
+    and the others go on. Past 1,024 acquires the call is refused."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        mover, other, waiter = await cs.join("mover"), await cs.join("other"), await cs.join("w")
+        q1, q2 = mq(TOPIC, 1), mq(TOPIC, 2)
+        (given,) = (await mover.acquire(G, [q1])).granted
+        (held,) = (await other.acquire(G, [q2])).granted
+
+        def asking(client: ProtocolClient, queue: common_pb2.MessageQueue, **more: Any) -> Any:
+            return broker_pb2.AcquireQueuesRequest(
+                consumer_group=G,
+                client_id=client.client_id,
+                channel_id=client.channel_id,
+                mq_set=[queue],
+                wait_millis=1_500,
+                **more,
+            )
+
+        release = broker_pb2.QueueRelease(message_queue=q1, epoch=given.epoch, final_offset=5)
+        stranger = asking(waiter, q2)
+        stranger.channel_id = other.channel_id  # not the waiter's channel
+        batch = broker_pb2.AcquireQueuesBatchRequest(
+            acquires=[asking(waiter, q1), asking(mover, q2, releases=[release]), stranger]
+        )
+        call = waiter.stub.AcquireQueuesBatch(batch, timeout=5)
+        answers: dict[int, broker_pb2.AcquireAnswer] = {}
+        while len(answers) < 2:  # not after the mover's 1.5 s wait
+            answers.update((a.index, a) for a in (await asyncio.wait_for(call.read(), 1.0)).answers)
+        assert set(answers) == {0, 2}
+        assert answers[0].response_code == 0
+        assert [(g.message_queue, g.committed_offset) for g in answers[0].response.granted] == [
+            (q1, 5)
+        ]
+        assert answers[2].response_code != 0 and not answers[2].HasField("response")
+        assert other.channel_id in answers[2].error
+        await other.release(G, q2, held.epoch)
+        second = await asyncio.wait_for(call.read(), 1.0)
+        (moved,) = second.answers
+        assert moved.index == 1
+        assert list(moved.response.released) == [q1]
+        assert [g.message_queue for g in moved.response.granted] == [q2]
+        assert await call.read() is grpc.aio.EOF
+
+        too_many = broker_pb2.AcquireQueuesBatchRequest(acquires=[asking(waiter, q1)] * 1_025)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            async for _ in waiter.stub.AcquireQueuesBatch(too_many, timeout=5):
+                pass
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "1025" in (refused.value.details() or "")
+
+
 async def test_releases_riding_with_the_unregister_commit_their_final_offsets_first(
     tmp_path: Path,
 ) -> None:

@@ -19,20 +19,25 @@ TOPIC = "FencedLite"
 pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=4)
 
 
-def lite(cluster: LocalCluster, name: str) -> LitePullConsumer:
+def lite(cluster: LocalCluster, name: str, shared: bool = False) -> LitePullConsumer:
+    config = fast_client_config()
+    config.share_connections = shared  # then acquires asked for together go in one call
     c = LitePullConsumer(
         "fenced_lite",
         cluster.namesrv_addr,
         instance_name=name,
         handoff="fenced",
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        client_config=fast_client_config(),
+        client_config=config,
     )
     c.subscribe(TOPIC, "*")
     return c
 
 
-async def test_fenced_lite_pull_join_and_leave_repeat_nothing(cluster: LocalCluster) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["own", "shared_connections"])
+async def test_fenced_lite_pull_join_and_leave_repeat_nothing(
+    cluster: LocalCluster, shared: bool
+) -> None:
     seen: Counter[bytes] = Counter()
     stop = asyncio.Event()
 
@@ -41,7 +46,7 @@ async def test_fenced_lite_pull_join_and_leave_repeat_nothing(cluster: LocalClus
             for m in await c.poll(timeout=0.1):
                 seen[m.body] += 1
 
-    c1, c2 = lite(cluster, "l1"), lite(cluster, "l2")
+    c1, c2 = lite(cluster, "l1", shared), lite(cluster, "l2", shared)
     sent: list[bytes] = []
     async with Producer("pg", cluster.namesrv_addr) as producer:
 

@@ -34,6 +34,9 @@ class Broker:
     def open_channel_id(self, broker_name: str) -> str:
         return "ch"
 
+    async def acquire_queues(self, broker_name: str, request: Any) -> Any:
+        return await self.invoke_broker(broker_name, "AcquireQueues", request)
+
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any:
@@ -106,6 +109,9 @@ class Client:
 
     def open_channel_id(self, broker_name: str) -> str:
         return "ch"
+
+    async def acquire_queues(self, broker_name: str, request: Any) -> Any:
+        return await self.invoke_broker(broker_name, "AcquireQueues", request)
 
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None

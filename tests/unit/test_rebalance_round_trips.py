@@ -149,6 +149,9 @@ class _NeverAnswers:
         await asyncio.sleep(3600)
         raise AssertionError("unreachable")
 
+    async def acquire_queues(self, broker_name: str, request: object) -> object:
+        return await self.invoke_broker(broker_name, "AcquireQueues", request)
+
 
 async def test_an_acquire_abandoned_with_its_pass_leaves_its_queues_unsure() -> None:
     handoff = FencedHandoff(_NeverAnswers(), "g")  # type: ignore[arg-type]

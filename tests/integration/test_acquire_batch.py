@@ -1,0 +1,95 @@
+"""``AcquireBatcher`` against a broker: acquires asked for together go in one call, and each
+caller gets what its own call would have given (its response, its typed error, its deadline)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiorocketmq.consumer.acquire_batch import AcquireBatcher
+from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.protocol.errors import InvalidArgument, ServiceNotAvailable
+from aiorocketmq.protocol.rpc import insecure_channel
+from aiorocketmq.protocol.v1 import broker_pb2
+from tests.integration.protocol_client import ProtocolClient, mq
+
+TOPIC = "Batched"
+G = "batched"
+
+
+@pytest.fixture
+async def clients(tmp_path: Path) -> AsyncIterator[tuple[AcquireBatcher, list[ProtocolClient]]]:
+    async with LocalCluster(tmp_path, brokers=1) as cluster, AsyncExitStack() as stack:
+        await cluster.create_topic(TOPIC, 4)
+        addr = cluster.broker("broker-a").address
+        joined = []
+        for name in ("a", "b", "c"):
+            client = await stack.enter_async_context(ProtocolClient(addr, f"127.0.0.1@{name}"))
+            await client.open()
+            await client.heartbeat(G, [TOPIC])
+            joined.append(client)
+        channel = insecure_channel(addr)
+        try:
+            yield AcquireBatcher(channel, linger_s=0.05), joined
+        finally:
+            await channel.close()
+
+
+def asking(client: ProtocolClient, queue_id: int, wait_ms: int = 0) -> Any:
+    return broker_pb2.AcquireQueuesRequest(
+        consumer_group=G,
+        client_id=client.client_id,
+        channel_id=client.channel_id,
+        mq_set=[mq(TOPIC, queue_id)],
+        wait_millis=wait_ms,
+    )
+
+
+async def test_acquires_asked_together_go_in_one_call_each_with_its_own_answer(
+    clients: tuple[AcquireBatcher, list[ProtocolClient]],
+) -> None:
+    batcher, (a, b, c) = clients
+    stranger = asking(c, 2)
+    stranger.channel_id = a.channel_id  # not c's channel: c's acquire alone is refused
+    got_a, got_b, refused = await asyncio.gather(
+        batcher.acquire(asking(a, 0), 3.0),
+        batcher.acquire(asking(b, 1), 3.0),
+        batcher.acquire(stranger, 3.0),
+        return_exceptions=True,
+    )
+    assert batcher.batches == 1
+    assert isinstance(got_a, broker_pb2.AcquireQueuesResponse)
+    assert isinstance(got_b, broker_pb2.AcquireQueuesResponse)
+    assert [g.message_queue.queue_id for g in got_a.granted] == [0]
+    assert [g.message_queue.queue_id for g in got_b.granted] == [1]
+    assert isinstance(refused, InvalidArgument) and a.channel_id in refused.message
+    alone = await batcher.acquire(asking(c, 2), 3.0)  # nothing else asked: AcquireQueues
+    assert [g.message_queue.queue_id for g in alone.granted] == [2]
+    assert batcher.batches == 1
+
+
+async def test_a_caller_that_gives_up_leaves_the_others_answered(
+    clients: tuple[AcquireBatcher, list[ProtocolClient]],
+) -> None:
+    """One acquire of a batch waits at the broker for a queue another holds: its caller's
+    deadline passes (no answer: ServiceNotAvailable, the queues unsure), a second caller is
+    cancelled; the third is answered at once."""
+    batcher, (a, b, c) = clients
+    (held,) = (await a.acquire(G, [mq(TOPIC, 0)])).granted
+    late = asyncio.ensure_future(batcher.acquire(asking(b, 0, wait_ms=1_500), 0.6))
+    gone = asyncio.ensure_future(batcher.acquire(asking(c, 0, wait_ms=1_500), 3.0))
+    quick = asyncio.ensure_future(batcher.acquire(asking(c, 3), 3.0))
+    answer = await asyncio.wait_for(quick, 1.0)
+    assert [g.message_queue.queue_id for g in answer.granted] == [3]
+    gone.cancel()
+    with pytest.raises(ServiceNotAvailable):
+        await late
+    assert batcher.batches == 1
+    released = await a.release(G, mq(TOPIC, 0), held.epoch)  # handed to a waiting acquire
+    assert list(released.released) == [mq(TOPIC, 0)]
+    await asyncio.sleep(0.2)  # the answers nobody waits for any more are dropped quietly
