@@ -14,7 +14,7 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,7 @@ class _HeldAcquire:
     waiting: set[MessageQueue]
     deadline: float = 0.0  # the loop time its answer is due
     asked: frozenset[MessageQueue] = frozenset()  # where it is listed in _held_acquires
+    denied: frozenset[MessageQueue] = frozenset()  # what it waits for, from the start
     handed: list[tuple[MessageQueue, int]] = field(default_factory=list)
     wake: asyncio.Future[None] | None = None
     # Its consumer left the group (UNREGISTER_CLIENT): answered now, with no grant (they were
@@ -499,6 +500,7 @@ class ClientManageProcessor:
         check_group(request.consumer_group)
         self._channel(request.channel_id, request.client_id)
         mqs = self._queues(list(request.mq_set))
+        self._supersede(request.consumer_group, request.channel_id, mqs)
         released = (
             self._release(request.consumer_group, request.client_id, request.releases, peer)
             if request.releases
@@ -515,6 +517,23 @@ class ClientManageProcessor:
         for mq, holder, epoch in result.denied:
             response.denied.add(message_queue=mq.to_proto(), holder_client_id=holder, epoch=epoch)
         return response
+
+    def _supersede(self, group: str, channel_id: str, mqs: list[MessageQueue]) -> None:
+        """A channel asks again for queues that an earlier acquire of its own still waits for:
+        that one waits for them no more. Its caller gave up on it (a pass cancelled, a
+        deadline: a batch goes on for the others), and a release must not hand a queue to an
+        answer nobody reads while the client takes the queue as denied."""
+        for mq in mqs:
+            waiting = self._held_acquires.get((group, mq))
+            if not waiting:
+                continue
+            for held in [h for h in waiting if h.channel_id == channel_id]:
+                waiting.remove(held)
+                held.waiting.discard(mq)
+                if not held.waiting and held.wake is not None and not held.wake.done():
+                    held.wake.set_result(None)
+            if not waiting:
+                del self._held_acquires[(group, mq)]
 
     def _add_grant(
         self,
@@ -577,7 +596,7 @@ class ClientManageProcessor:
             set(self._queues([d.message_queue for d in response.denied])),
             deadline=asyncio.get_running_loop().time() + wait_s,
         )
-        held.asked = frozenset(held.waiting)
+        held.asked = held.denied = frozenset(held.waiting)
         for mq in held.asked:
             self._held_acquires.setdefault((request.consumer_group, mq), []).append(held)
         return response, held
@@ -609,8 +628,10 @@ class ClientManageProcessor:
         for mq, epoch in held.handed:
             self._add_grant(answer, request, mq, epoch)
         # Still held (every let-go of a queue we wait for hands it to a waiting acquire, so none
-        # is free here): denied, naming the holder now.
-        for mq in sorted(held.waiting):
+        # is free here; nor one a later acquire of this channel took over): denied, naming the
+        # holder now.
+        handed = {mq for mq, _ in held.handed}
+        for mq in sorted(held.denied - handed):
             grant = self.grants.holder(request.consumer_group, mq)
             if grant is not None:
                 answer.denied.add(
@@ -636,7 +657,7 @@ class ClientManageProcessor:
         request: broker_pb2.AcquireQueuesBatchRequest,
         time_remaining: float | None = None,
         peer: str = "",
-    ) -> AsyncIterator[list[broker_pb2.AcquireAnswer]]:
+    ) -> AsyncGenerator[list[broker_pb2.AcquireAnswer], None]:
         """The acquires of a batch, each as ``acquire_queues_waiting``; yields the answers
         ready at each moment, the grants among them durable (as a single acquire answers).
 
@@ -673,7 +694,7 @@ class ClientManageProcessor:
                 done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 for answer in done:
                     index = waiting.pop(answer)
-                    error = answer.exception()
+                    error = asyncio.CancelledError() if answer.cancelled() else answer.exception()
                     ready.append(
                         _failed_answer(index, error)
                         if error is not None

@@ -15,6 +15,7 @@ typed error (``ServiceNotAvailable`` when no answer came: the queues are then un
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ import grpc
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import (
+    InvalidArgument,
     MQError,
     ServiceNotAvailable,
     from_response_code,
@@ -37,11 +39,18 @@ log = get_logger("aiorocketmq.consumer.acquire_batch")
 MAX_BATCH = 1024  # the broker's limit per AcquireQueuesBatch
 
 
+# Each acquire's wait at the broker (``wait_millis``) ends this long before its caller's
+# deadline, leaving time for its answer, as the broker does for a single call's deadline.
+ANSWER_MARGIN_S = 0.5
+
+
 @dataclass(slots=True)
 class _Asked:
     request: broker_pb2.AcquireQueuesRequest
     answer: asyncio.Future[broker_pb2.AcquireQueuesResponse]
     deadline: float  # loop time
+    call: asyncio.Task[None] | None = None  # the call that carries it, once sent
+    batch: list[_Asked] | None = None  # the acquires of that call
 
 
 class AcquireBatcher:
@@ -74,6 +83,24 @@ class AcquireBatcher:
                 f"AcquireQueues got no answer within {timeout:.1f} s",
                 grpc_status=grpc.StatusCode.DEADLINE_EXCEEDED,
             ) from None
+        finally:
+            self._given_up(asked)
+
+    @staticmethod
+    def _given_up(asked: _Asked) -> None:
+        """A caller is done: once no caller of its call waits any more, the call is cancelled
+        (the broker then stops waiting for releases on behalf of nobody)."""
+        call, batch = asked.call, asked.batch or []
+        if call is not None and not call.done() and all(a.answer.done() for a in batch):
+            call.cancel()
+
+    def close(self) -> None:
+        """The channel closes: what is not sent yet fails as unanswered."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        asked, self._asked = self._asked, []
+        _fail(asked, lambda: ServiceNotAvailable("the broker's connection was closed"))
 
     def _send(self) -> None:
         if self._flush is not None:
@@ -83,49 +110,45 @@ class AcquireBatcher:
         self._asked = []
         if batch:
             task = asyncio.get_running_loop().create_task(self._call(batch))
+            for a in batch:
+                a.call, a.batch = task, batch
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
 
     async def _call(self, batch: list[_Asked]) -> None:
-        timeout = max(a.deadline for a in batch) - asyncio.get_running_loop().time()
-        if len(batch) == 1:
-            await self._call_one(batch[0], timeout)
-            return
-        self.batches += 1
-        request = broker_pb2.AcquireQueuesBatchRequest(acquires=[a.request for a in batch])
-        error: MQError
+        now = asyncio.get_running_loop().time()
+        for a in batch:  # a wait at the broker ends before its own caller's deadline
+            wait_ms = int((a.deadline - now - ANSWER_MARGIN_S) * 1000)
+            a.request.wait_millis = max(0, min(a.request.wait_millis, wait_ms))
+        timeout = max(a.deadline for a in batch) - now
+        error: Callable[[], MQError]
         try:
+            if len(batch) == 1:
+                batch[0].answer.set_result(
+                    await call(self.stub.AcquireQueues, batch[0].request, timeout)
+                )
+                return
+            self.batches += 1
+            request = broker_pb2.AcquireQueuesBatchRequest(acquires=[a.request for a in batch])
             async for message in self.stub.AcquireQueuesBatch(request, timeout=timeout):
                 for answer in message.answers:
                     self._answer(batch, answer)
-            error = ServiceNotAvailable("the batch ended without answering this acquire")
+            error = _unanswered("the batch ended without answering this acquire")
+        except asyncio.InvalidStateError:
+            return  # its one caller gave up meanwhile
+        except MQError as e:  # the single call's own error, as its caller would have had it
+            error = _same(e)
         except grpc.aio.AioRpcError as e:
-            error = from_rpc_error(e)
+            error = _batch_failed(from_rpc_error(e))
         except asyncio.CancelledError:
-            if caller_cancelled():
+            if caller_cancelled():  # nobody waits any more, or the process shuts down
                 for a in batch:
                     a.answer.cancel()
                 raise
-            error = ServiceNotAvailable(
-                "the call was cancelled on the client side (its gRPC channel was closed)",
-                grpc_status=grpc.StatusCode.CANCELLED,
-            )
-        for a in batch:
-            if not a.answer.done():
-                a.answer.set_exception(error)
-
-    async def _call_one(self, asked: _Asked, timeout: float) -> None:
-        try:
-            response = await call(self.stub.AcquireQueues, asked.request, timeout)
-        except MQError as e:
-            if not asked.answer.done():
-                asked.answer.set_exception(e)
-            return
-        except asyncio.CancelledError:
-            asked.answer.cancel()
-            raise
-        if not asked.answer.done():
-            asked.answer.set_result(response)
+            error = _unanswered("the call was cancelled on the client side (its channel closed)")
+        except Exception as e:  # the channel was closed before the call (gRPC's UsageError)
+            error = _unanswered(f"the acquires could not be sent: {e!r}")
+        _fail(batch, error)
 
     @staticmethod
     def _answer(batch: list[_Asked], answer: broker_pb2.AcquireAnswer) -> None:
@@ -139,3 +162,28 @@ class AcquireBatcher:
             asked.answer.set_result(answer.response)
         else:
             asked.answer.set_exception(from_response_code(answer.response_code, answer.error))
+
+
+def _fail(batch: list[_Asked], error: Callable[[], MQError]) -> None:
+    """Each acquire of ``batch`` not answered yet fails with an error of its own."""
+    for a in batch:
+        if not a.answer.done():
+            a.answer.set_exception(error())
+
+
+def _same(e: MQError) -> Callable[[], MQError]:
+    return lambda: e
+
+
+def _unanswered(why: str) -> Callable[[], MQError]:
+    """No answer came: the broker may have granted the queues (the caller takes them as
+    unsure)."""
+    return lambda: ServiceNotAvailable(why)
+
+
+def _batch_failed(e: MQError) -> Callable[[], MQError]:
+    """The whole call failed: refused before anything was done (INVALID_ARGUMENT), or after
+    some of its acquires may have been done, which is no answer for those not answered."""
+    if isinstance(e, InvalidArgument):
+        return lambda: InvalidArgument(e.message)
+    return _unanswered(f"the batch failed before this acquire's answer: {e.message}")

@@ -55,7 +55,9 @@ class SharedChannels:
             return
         del self._entries[addr]
         for key in [k for k in self._attached if k[0] == addr]:
-            del self._attached[key]
+            close = getattr(self._attached.pop(key), "close", None)
+            if close is not None:  # what it holds for the channel's users fails now
+                close()
         await channel.close()
 
     def attached(self, addr: str, name: str, make: Callable[[grpc.aio.Channel], T]) -> T:
