@@ -5,11 +5,14 @@ Client instances sharing their connections (``ClientConfig.share_connections``: 
 hosting many consumers of a group, each with its own client id) each send an acquire in every
 rebalance pass that moves queues. At 1,000 consumers in eight processes under AVG a join makes
 about 950, and each unary call cost the broker and the client more than the acquire itself
-(gRPC's per-call work: most of both sides' CPU in a join). Acquires asked for within
-``linger`` of one another go in one ``AcquireQueuesBatch`` call, whose answers stream back as
-each is done (an acquire may wait at the broker for a release); one alone goes as
-``AcquireQueues``. Each caller sees what its own call would have given: the response, or the
-typed error (``ServiceNotAvailable`` when no answer came: the queues are then unsure).
+(gRPC's per-call work: most of both sides' CPU in a join). In such a burst (8 acquires or more
+in calls still open), those asked for within ``linger`` of one another go in one
+``AcquireQueuesBatch`` call when they are four or more, whose answers stream back as each is
+done (an acquire may wait at the broker for a release); fewer go each alone as
+``AcquireQueues``, and so does an acquire in a quiet moment, at once (at 32 x 128, batching
+every acquire made joins about 10 ms slower at p50: the linger, and batches of two or three).
+Each caller sees what its own call would have given: the response, or the typed error
+(``ServiceNotAvailable`` when no answer came: the queues are then unsure).
 """
 
 from __future__ import annotations
@@ -32,11 +35,15 @@ from aiorocketmq.protocol.errors import (
 from aiorocketmq.protocol.rpc import call, caller_cancelled
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc
 
-__all__ = ["MAX_BATCH", "AcquireBatcher"]
+__all__ = ["MAX_BATCH", "MIN_BATCH", "AcquireBatcher"]
 
 log = get_logger("aiorocketmq.consumer.acquire_batch")
 
 MAX_BATCH = 1024  # the broker's limit per AcquireQueuesBatch
+MIN_BATCH = 4  # fewer go each alone, as AcquireQueues
+# Acquires are held back for a batch only while this many sent are still unanswered (a burst:
+# a change in a large group); in a quiet moment each goes at once.
+BATCH_WHEN_UNANSWERED = 8
 
 
 # Each acquire's wait at the broker (``wait_millis``) ends this long before its caller's
@@ -56,18 +63,35 @@ class _Asked:
 class AcquireBatcher:
     """The acquires to one broker over one shared channel (``SharedChannels.attached``)."""
 
-    def __init__(self, channel: grpc.aio.Channel, linger_s: float) -> None:
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        linger_s: float,
+        batch_when_unanswered: int = BATCH_WHEN_UNANSWERED,
+    ) -> None:
         self.stub: Any = broker_pb2_grpc.BrokerStub(channel)
         self.linger_s = linger_s
+        self.batch_when_unanswered = batch_when_unanswered
         self._asked: list[_Asked] = []
         self._flush: asyncio.TimerHandle | None = None
         self._calls: set[asyncio.Task[None]] = set()
+        self._unanswered = 0  # acquires sent, their answer not read yet
         self.batches = 0  # calls of more than one acquire (for tests and the curious)
 
     async def acquire(
         self, request: broker_pb2.AcquireQueuesRequest, timeout: float
     ) -> broker_pb2.AcquireQueuesResponse:
         """The answer to ``request``, sent with the others asked for meanwhile."""
+        if self._flush is None and self._unanswered < self.batch_when_unanswered:
+            # A quiet moment: at once, alone, from the caller's own task (as without batching).
+            self._unanswered += 1
+            try:
+                response: broker_pb2.AcquireQueuesResponse = await call(
+                    self.stub.AcquireQueues, request, timeout
+                )
+                return response
+            finally:
+                self._unanswered -= 1
         loop = asyncio.get_running_loop()
         asked = _Asked(request, loop.create_future(), loop.time() + timeout)
         self._asked.append(asked)
@@ -108,14 +132,23 @@ class AcquireBatcher:
             self._flush = None
         batch = [a for a in self._asked if not a.answer.done()]  # cancelled while waiting
         self._asked = []
-        if batch:
-            task = asyncio.get_running_loop().create_task(self._call(batch))
-            for a in batch:
-                a.call, a.batch = task, batch
+        # A few go alone: a streamed call costs more than a unary one, and a batch of two or
+        # three saved nothing (32 x 128: more CPU per change, and slower).
+        for part in [batch] if len(batch) >= MIN_BATCH else [[a] for a in batch]:
+            task = asyncio.get_running_loop().create_task(self._call(part))
+            for a in part:
+                a.call, a.batch = task, part
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
 
     async def _call(self, batch: list[_Asked]) -> None:
+        self._unanswered += len(batch)
+        try:
+            await self._send_and_answer(batch)
+        finally:
+            self._unanswered -= len(batch)
+
+    async def _send_and_answer(self, batch: list[_Asked]) -> None:
         now = asyncio.get_running_loop().time()
         for a in batch:  # a wait at the broker ends before its own caller's deadline
             wait_ms = int((a.deadline - now - ANSWER_MARGIN_S) * 1000)
