@@ -37,6 +37,9 @@ class ClientConfig:
     # (``aiorocketmq.consumer.acquire_batch``). False: each goes alone, as AcquireQueues.
     batch_acquires: bool = True
     acquire_batch_ms: float = 2.0
+    # ... only in a burst: while this many acquires are in calls still open to the broker
+    # (fewer: each goes at once, alone; 0: every acquire waits acquire_batch_ms for others).
+    acquire_batch_threshold: int = 8
     # Ours: a notification's member list (our brokers send one) is used by the rebalance it
     # wakes only if read within this long of its sending (the broker's clock against ours);
     # an older one, or one from a broker whose clock is behind ours by more, leaves the pass
@@ -52,6 +55,10 @@ class ClientConfig:
     def __post_init__(self) -> None:
         if self.acquire_batch_ms < 0:
             raise ValueError(f"acquire_batch_ms must be >= 0, got {self.acquire_batch_ms}")
+        if self.acquire_batch_threshold < 0:
+            raise ValueError(
+                f"acquire_batch_threshold must be >= 0, got {self.acquire_batch_threshold}"
+            )
         if self.channel_reconnect_delay_ms < 1:
             raise ValueError(
                 f"channel_reconnect_delay_ms must be >= 1, got {self.channel_reconnect_delay_ms}"

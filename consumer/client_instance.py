@@ -412,8 +412,9 @@ class MQClientInstance:
         batcher = None
         if self.config.batch_acquires:
             linger_s = self.config.acquire_batch_ms / 1000
+            threshold = self.config.acquire_batch_threshold
             batcher = self.brokers.shared_object(
-                addr, "acquires", lambda channel: AcquireBatcher(channel, linger_s)
+                addr, "acquires", lambda channel: AcquireBatcher(channel, linger_s, threshold)
             )
         if batcher is None:
             response = await self.invoke_broker(broker_name, "AcquireQueues", request)

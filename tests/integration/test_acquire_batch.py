@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from aiorocketmq.consumer.acquire_batch import AcquireBatcher
+from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.protocol.channels import SharedChannels
 from aiorocketmq.protocol.errors import InvalidArgument, ServiceNotAvailable
@@ -141,3 +142,10 @@ async def test_a_batch_whose_channel_closes_answers_each_caller_at_once(
     results = await asyncio.wait_for(asyncio.gather(*asked, return_exceptions=True), 1.0)
     assert all(isinstance(r, ServiceNotAvailable) for r in results), results
     assert channel.get_state() == grpc.ChannelConnectivity.SHUTDOWN
+
+
+def test_the_batch_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="acquire_batch_ms"):
+        ClientConfig(acquire_batch_ms=-1)
+    with pytest.raises(ValueError, match="acquire_batch_threshold"):
+        ClientConfig(acquire_batch_threshold=-1)
