@@ -101,7 +101,6 @@ class _HeldAcquire:
     channel_id: str
     waiting: set[MessageQueue]
     deadline: float = 0.0  # the loop time its answer is due
-    asked: frozenset[MessageQueue] = frozenset()  # where it is listed in _held_acquires
     denied: frozenset[MessageQueue] = frozenset()  # what it waits for, from the start
     handed: list[tuple[MessageQueue, int]] = field(default_factory=list)
     wake: asyncio.Future[None] | None = None
@@ -524,16 +523,12 @@ class ClientManageProcessor:
         deadline: a batch goes on for the others), and a release must not hand a queue to an
         answer nobody reads while the client takes the queue as denied."""
         for mq in mqs:
-            waiting = self._held_acquires.get((group, mq))
-            if not waiting:
-                continue
-            for held in [h for h in waiting if h.channel_id == channel_id]:
-                waiting.remove(held)
-                held.waiting.discard(mq)
-                if not held.waiting and held.wake is not None and not held.wake.done():
-                    held.wake.set_result(None)
-            if not waiting:
-                del self._held_acquires[(group, mq)]
+            for held in list(self._held_acquires.get((group, mq), ())):
+                if held.channel_id == channel_id:
+                    self._unlist(group, mq, held)
+                    held.waiting.discard(mq)
+                    if not held.waiting and held.wake is not None and not held.wake.done():
+                        held.wake.set_result(None)
 
     def _add_grant(
         self,
@@ -596,8 +591,8 @@ class ClientManageProcessor:
             set(self._queues([d.message_queue for d in response.denied])),
             deadline=asyncio.get_running_loop().time() + wait_s,
         )
-        held.asked = held.denied = frozenset(held.waiting)
-        for mq in held.asked:
+        held.denied = frozenset(held.waiting)
+        for mq in held.denied:
             self._held_acquires.setdefault((request.consumer_group, mq), []).append(held)
         return response, held
 
@@ -644,13 +639,16 @@ class ClientManageProcessor:
     def unhold(self, group: str, held: _HeldAcquire) -> None:
         """``held`` waits no more: releases of its queues no longer hand them to it (called
         again, it does nothing)."""
-        for mq in held.asked:
-            waiting = self._held_acquires.get((group, mq))
-            if waiting is not None and held in waiting:
-                waiting.remove(held)
-                if not waiting:
-                    del self._held_acquires[(group, mq)]
-        held.asked = frozenset()
+        for mq in held.denied:
+            self._unlist(group, mq, held)
+
+    def _unlist(self, group: str, mq: MessageQueue, held: _HeldAcquire) -> None:
+        """``held`` is no longer among the acquires waiting for ``mq`` (if it was)."""
+        waiting = self._held_acquires.get((group, mq))
+        if waiting is not None and held in waiting:
+            waiting.remove(held)
+            if not waiting:
+                del self._held_acquires[(group, mq)]
 
     async def acquire_queues_batch(
         self,
