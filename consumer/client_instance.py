@@ -406,17 +406,15 @@ class MQClientInstance:
     ) -> broker_pb2.AcquireQueuesResponse:
         """AcquireQueues on ``broker_name``'s master; with shared connections, sent with the
         acquires of the process's other instances asked for meanwhile (``AcquireBatcher``)."""
-        addr = self.find_broker_addr(broker_name)
-        if addr is None:
-            raise ServiceNotAvailable(f"no address for broker {broker_name} in the routes")
+        addr = self.find_broker_addr(broker_name) if self.config.batch_acquires else None
         batcher = None
-        if self.config.batch_acquires:
+        if addr is not None:
             linger_s = self.config.acquire_batch_ms / 1000
             threshold = self.config.acquire_batch_threshold
             batcher = self.brokers.shared_object(
                 addr, "acquires", lambda channel: AcquireBatcher(channel, linger_s, threshold)
             )
-        if batcher is None:
+        if batcher is None:  # (no address: invoke_broker says so)
             response = await self.invoke_broker(broker_name, "AcquireQueues", request)
             assert isinstance(response, broker_pb2.AcquireQueuesResponse)
             return response
