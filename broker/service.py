@@ -1,7 +1,8 @@
 """``BrokerService``: the gRPC servicer; each RPC delegates to the processor that owns it.
 
-Every unary method is wrapped by ``aiorocketmq.protocol.rpc.guard``: typed errors become gRPC statuses with
-a RocketMQ response code, anything unexpected becomes INTERNAL, and the broker keeps serving.
+Every unary method, and the stream written with ``context.write`` (AcquireQueuesBatch), is
+wrapped by ``aiorocketmq.protocol.rpc.guard``: typed errors become gRPC statuses with a RocketMQ
+response code, anything unexpected becomes INTERNAL, and the broker keeps serving.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.protocol.rpc import abort_with, guard
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc, common_pb2
@@ -116,6 +116,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
             self._trace_acquire(request, response, t0, t1)
         return response
 
+    @guard  # a coroutine that writes its stream: guard's errors, statuses and metrics apply
     async def AcquireQueuesBatch(
         self, request: broker_pb2.AcquireQueuesBatchRequest, context: Ctx
     ) -> None:
@@ -123,27 +124,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         with ``context.write`` inside ``aclosing``: a call the client cancels ends the batch
         (its acquires stop waiting) at once, not when the generator is collected."""
         t0 = time.monotonic()
-        code = 0
         batch = self.b.client.acquire_queues_batch(
             request, context.time_remaining(), context.peer()
         )
-        try:
-            async with contextlib.aclosing(batch):
-                async for answers in batch:
-                    if tracer.enabled:
-                        for a in answers:
-                            if a.HasField("response"):
-                                self._trace_acquire(request.acquires[a.index], a.response, t0, None)
-                    await context.write(broker_pb2.AcquireQueuesBatchResponse(answers=answers))
-        except MQError as e:
-            code = int(e.response_code)
-            await abort_with(context, e)
-        except Exception as e:  # the server keeps serving; the caller learns what broke
-            code = int(ResponseCode.SYSTEM_ERROR)
-            log.exception("rpc failed", rpc="AcquireQueuesBatch")
-            await abort_with(context, MQError(f"AcquireQueuesBatch failed: {e!r}"))
-        finally:
-            self.observe_rpc("AcquireQueuesBatch", code, time.monotonic() - t0)
+        async with contextlib.aclosing(batch):
+            async for answers in batch:
+                if tracer.enabled:
+                    for a in answers:
+                        if a.HasField("response"):
+                            self._trace_acquire(request.acquires[a.index], a.response, t0, None)
+                await context.write(broker_pb2.AcquireQueuesBatchResponse(answers=answers))
 
     def _trace_acquire(
         self,
