@@ -103,6 +103,14 @@ class Scenario:
         await c.start()
         self.consumers[name] = c
 
+    async def flowing_group(self, n: int) -> None:
+        """Producing, ``c0`` .. ``c<n-1>`` join, the group settles and consumes for a moment."""
+        self.start_producing()
+        for i in range(n):
+            await self.join(f"c{i}")
+        await self.settle()
+        await asyncio.sleep(0.3)
+
     async def leave(self, name: str) -> None:
         await self.consumers.pop(name).shutdown()
 

@@ -65,11 +65,7 @@ async def test_consumers_join_mid_stream(
 @HANDOFF
 async def test_graceful_leave(cluster: LocalCluster, tmp_path: Path, handoff: str) -> None:
     async with scenario(cluster, tmp_path, handoff) as s:
-        s.start_producing()
-        for i in range(3):
-            await s.join(f"c{i}")
-        await s.settle()
-        await asyncio.sleep(0.3)
+        await s.flowing_group(3)
         await s.leave("c1")
         await s.settle()
         report = await s.all_consumed()
@@ -271,11 +267,7 @@ async def test_fenced_consumers_sharing_connections_batch_acquires_across_a_rest
     # one loop beside the brokers, come tens of ms apart.
     config = ClientConfig(share_connections=True, acquire_batch_threshold=0, acquire_batch_ms=100)
     async with scenario(cluster, tmp_path, "fenced", client_config=config) as s:
-        s.start_producing()
-        for i in range(6):
-            await s.join(f"c{i}")
-        await s.settle()
-        await asyncio.sleep(0.3)
+        await s.flowing_group(6)
         await cluster.restart_broker("broker-b")
         await s.settle()
         await s.leave("c0")
