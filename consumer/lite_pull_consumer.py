@@ -441,6 +441,7 @@ class LitePullConsumerImpl(ConsumerCore):
         self._shut_down = True
         self._arrived.set()  # pollers waiting return what they have
         assert self.client is not None and self.rebalance_impl is not None
+        await self.rebalance_impl.stop_taking_queues()  # what is committed below is all it has
         await self._stop_tasks()
         if self.settings.auto_commit:
             await self._commit_all()

@@ -274,6 +274,7 @@ class PushConsumerImpl(ConsumerCore):
         self.running = False
         tracer.record("consumer_shutdown", group=self.consumer_group, client_id=self.client_id)
         assert self.client is not None and self.rebalance_impl is not None
+        await self.rebalance_impl.stop_taking_queues()  # what is let go below is the whole table
         finals: list[tuple[MessageQueue, int]] = []  # fenced: released with the unregister
         if self.consume_service is not None and self.fenced is None:
             await self.consume_service.shutdown(await_terminate_s)

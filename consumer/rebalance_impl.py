@@ -148,6 +148,8 @@ class RebalanceImpl:
         self._table_lock = asyncio.Lock()
         # Set by ``destroy`` (the consumer left): a rebalance pass still running adds nothing.
         self.destroyed = False
+        # Set by ``stop_taking_queues`` (the consumer is leaving): the table changes no more.
+        self.leaving = False
 
     # ---- entry -----------------------------------------------------------------------------
     async def do_rebalance(self, is_order: bool) -> bool:
@@ -334,9 +336,24 @@ class RebalanceImpl:
         take-over after QueueReleased not at all (the queue is free).
         """
         async with self._table_lock:
+            if self.leaving:
+                return False
             return await self._update_process_queue_table(
                 topic, mq_set, need_lock=need_lock, wait_ms=wait_ms
             )
+
+    async def stop_taking_queues(self) -> None:
+        """The consumer is leaving: no pass, retry or take-over changes the table from now on;
+        returns once one changing it now is done.
+
+        What the leave lets go (fenced: with each queue's final offset) is then the whole
+        table. A queue taken after the leave read it would be let go by the unregister alone:
+        without its final offset (what was consumed of it meanwhile comes again), and, in the
+        trace, held by the leaver until its last request while the next owner has it.
+        """
+        self.leaving = True
+        async with self._table_lock:
+            pass
 
     def _keep_acquiring(self, topic: str) -> None:
         """Fenced: some allocated queues are still held by their previous owners; ask again.
@@ -353,6 +370,8 @@ class RebalanceImpl:
             deadline = asyncio.get_running_loop().time() + self.fenced_retry_window_ms / 1000
             while asyncio.get_running_loop().time() < deadline:
                 await asyncio.sleep(self.fenced_retry_ms / 1000)
+                if self.leaving:
+                    return
                 allocated = self.allocation.get(topic)
                 if allocated is None or allocated == working_queues(
                     self.process_queue_table, topic
@@ -370,6 +389,7 @@ class RebalanceImpl:
         allocated = self.allocation.get(mq.topic)
         if (
             not self.fenced
+            or self.leaving
             or allocated is None
             or mq not in allocated
             or mq in self.process_queue_table

@@ -236,3 +236,73 @@ async def test_grants_a_pass_cannot_start_are_left_unsure_not_held_in_silence() 
         assert not await impl.do_rebalance(False)
         assert {mq.queue_id for mq in impl.process_queue_table} == taken
         assert {mq.queue_id for mq in mode.abandoned} == {0, 1, 2, 3} - taken
+
+
+class GatedAcquire(FencedOverlapping):
+    """Fenced: an acquire waits at the gate while ``gated`` (a broker holding it for a
+    release); counts the acquires asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gated = False
+        self.acquires = 0
+
+    async def acquire(
+        self, mqs: list[MessageQueue], *, wait_ms: int = 0
+    ) -> dict[MessageQueue, tuple[int, int]]:
+        self.acquires += 1
+        granted = await super().acquire(mqs, wait_ms=wait_ms)
+        if self.gated:
+            await self.gate.wait()
+        return granted
+
+
+async def test_leaving_waits_for_the_pass_changing_the_table_and_then_nothing_changes_it() -> None:
+    """What a leave lets go is the whole table: a pass taking queues when the leave begins
+    finishes first (its queues are released with the rest), and no pass, take-over or retry
+    after it takes another (one would be let go by the unregister alone, without its final
+    offset, while the leaver is still its holder in the trace)."""
+    members = Members("b", answer=["b"])
+    mode = GatedAcquire()
+    impl = await fenced_rebalance(members, mode)
+    mode.gated = True
+    members.notified["g"] = ["b", "c"]  # b first: releases 2, 3 and acquires 0, 1
+    passing = asyncio.ensure_future(impl.do_rebalance(False))
+    await asyncio.wait_for(mode.asked.wait(), 5)
+    leaving = asyncio.ensure_future(impl.stop_taking_queues())
+    await asyncio.sleep(0.01)
+    assert not leaving.done()  # the pass holds the table
+    mode.gate.set()
+    await passing
+    await asyncio.wait_for(leaving, 5)
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {0, 1}
+    asked = mode.acquires
+    members.notified["g"] = ["a", "b"]  # b second: would give 0, 1 away and take 2, 3
+    await impl.do_rebalance(False)
+    two = next(mq for mq in QUEUES if mq.queue_id == 2)
+    assert not await impl.try_acquire_released(two)
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {0, 1}
+    assert mode.acquires == asked
+
+
+async def test_a_leaving_consumer_stops_asking_for_queues_still_held_by_others() -> None:
+    members = Members("b", answer=["b"])
+    mode = GatedAcquire()
+    impl = await fenced_rebalance(members, mode)
+    impl.fenced_retry_ms = 5
+    impl.allocation[T] = set(QUEUES)  # 0 and 1 still held by their previous owner
+    mode.acquire = _denied  # type: ignore[method-assign]
+    impl._keep_acquiring(T)
+    await asyncio.sleep(0.03)
+    retry = impl._acquire_tasks[T]
+    assert not retry.done()
+    await impl.stop_taking_queues()
+    await asyncio.wait_for(retry, 1)  # it ends at its next turn, asking nothing more
+    assert {mq.queue_id for mq in impl.assigned_queues()} == {2, 3}
+
+
+async def _denied(
+    mqs: list[MessageQueue], *, wait_ms: int = 0
+) -> dict[MessageQueue, tuple[int, int]]:
+    return {}
