@@ -5,7 +5,8 @@ processes are merged by timestamp. A consumer *holds* a queue from its ``queue_a
 ``queue_acquired``) to its ``queue_dropped`` (or ``queue_releasing``: a fenced consumer stops
 using a queue when it asks to release it, before the broker answers), or to the end of the trace
 if it never let go; a client whose channel closed without a graceful leave (no
-``consumer_shutdown`` / ``client_unregistered``) crashed, and its holdings end at that close.
+``consumer_shutdown`` / ``client_unregistered``) crashed, and its holdings end at that close
+(or at an earlier close of its channel at the queue's broker, which gave its grants away).
 
 The report answers, per queue: the holders in order; windows with two holders (double
 ownership); gaps between one holder and the next (unowned time per handoff) and queues unowned
@@ -213,10 +214,16 @@ def check(
                 after = [t for t in unregistered.get(key, ()) if t >= since]
                 if after:
                     h.end = min(after)
-    for hs in holdings.values():  # a crashed client's holdings end when its channel closed
+    # A crashed client's holdings end when it crashed (its first channel close with groups),
+    # or earlier at the queue's broker: a close there, even of a channel not in a group yet
+    # (one just reopened to a restarted broker, whose restored grants it carried), gives the
+    # broker's grants away.
+    for mq, hs in holdings.items():
         for h in hs:
-            if h.end is None and client_id_of(h.client_id) in crashed_at:
-                h.end = max(h.start, crashed_at[client_id_of(h.client_id)])
+            cid = client_id_of(h.client_id)
+            if h.end is None and cid in crashed_at:
+                closes = [t for t in unregistered.get((cid, _broker_of(mq)), ()) if t >= h.start]
+                h.end = max(h.start, min([crashed_at[cid], *closes]))
     report.holdings = dict(holdings)
     for mq, hs in holdings.items():
         ordered = sorted(hs, key=lambda h: h.start)

@@ -181,3 +181,20 @@ def test_a_queue_reads_back_from_its_string() -> None:
     mq = MessageQueue("%RETRY%g", "broker-a", 12)
     assert MessageQueue.parse(str(mq)) == mq
     assert MessageQueue.parse("broker-a:12") is None
+
+
+def test_a_crash_ends_a_holding_at_its_brokers_close_of_a_channel_in_no_group_yet() -> None:
+    """A consumer killed just after reopening its channel to a restarted broker (its restored
+    grants on that channel, no heartbeat yet): that broker gives the grants away at the close,
+    before the other brokers' closes (in a group) say when it crashed."""
+    report = check(
+        [
+            rec(0, "queue_added", client_id="A", mq=Q0),
+            {"ts": 10, "event": "channel_closed", "client_id": "A", "broker": "b", "groups": []},
+            rec(12, "queue_acquired", client_id="B", mq=Q0, epoch=2),
+            {"ts": 20, "event": "channel_closed", "client_id": "A", "broker": "c", "groups": ["g"]},
+        ]
+    )
+    assert report.crashed_clients == {"A"}
+    assert [(h.client_id, h.end) for h in report.holdings[Q0]] == [("A", 10), ("B", None)]
+    assert report.double_ownership_ms == {}
