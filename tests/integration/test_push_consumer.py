@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 from aiorocketmq.consumer import (
     AllocateMessageQueueAveragely,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
+    MessageExt,
     MessageQueue,
     PushConsumer,
 )
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
+from aiorocketmq.trace import tracer
 from tests.helpers import wait_until
 from tests.integration.support import Received, new_consumer, owners
 
 TOPIC = "RebalanceTopic"
 pytestmark = pytest.mark.cluster(brokers=2, topic=TOPIC, queues=8)
-
-
 
 
 def all_queues() -> list[MessageQueue]:
@@ -150,3 +155,50 @@ async def test_a_consumer_with_a_pull_minimum_gets_every_message_sent_one_by_one
         await wait_until(lambda: not received.missing(bodies), timeout=15, message="all consumed")
     finally:
         await c.shutdown()
+
+
+async def test_a_fenced_consumer_is_granted_no_queue_while_it_leaves(cluster: LocalCluster) -> None:
+    """A consumer still asking for a queue its previous owner holds when it shuts down: the
+    queue freed during its drain is not granted to it (it would be let go by the unregister
+    alone, without a final offset, while the next owner consumes it)."""
+    records: list[dict[str, Any]] = []
+    tracer.subscribe(records.append)
+    gate, busy = asyncio.Event(), asyncio.Event()
+
+    async def slow(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+        busy.set()
+        await gate.wait()  # a batch in flight: the leave drains it
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    a = new_consumer(cluster, "leaving", TOPIC, "a", Received(), handoff="fenced")
+    a.register_message_listener(slow)
+    b = new_consumer(cluster, "leaving", TOPIC, "b", Received(), handoff="fenced")
+    try:
+        await a.start()
+        await b.start()
+        await wait_until(lambda: settled([a, b]), timeout=15, message="a and b settled")
+        async with Producer("leaving-producer", cluster.namesrv_addr) as p:
+            for i in range(32):
+                await p.send(Message(TOPIC, b"m%d" % i))
+        await asyncio.wait_for(busy.wait(), 10)
+        # a is asking for one of b's queues (as after a pass b has not caught up with).
+        theirs = min(b.assigned_queues)
+        impl = a._impl.rebalance_impl
+        assert impl is not None
+        impl.allocation[TOPIC] = impl.allocation[TOPIC] | {theirs}
+        impl._keep_acquiring(TOPIC)
+        leaving = asyncio.create_task(a.shutdown())
+        await asyncio.sleep(0.1)
+        await b.shutdown()  # theirs is free while a still drains
+        await asyncio.sleep(0.5)
+        gate.set()
+        await leaving
+    finally:
+        gate.set()
+        await a.shutdown()
+        await b.shutdown()
+        tracer.unsubscribe(records.append)
+    mine = [r for r in records if r.get("client_id") == a.client_id]
+    left = next(i for i, r in enumerate(mine) if r["event"] == "consumer_shutdown")
+    taken = [r for r in mine[left:] if r["event"] in ("queue_acquired", "queue_added")]
+    assert taken == []
