@@ -108,6 +108,11 @@ class _HeldAcquire:
     # let go with the rest of the consumer's).
     ended: bool = False
 
+    def wake_up(self) -> None:
+        """Its answer is looked at again now (``held_answer`` waits on ``wake``)."""
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
+
 
 def _pushable(channel: Channel | None) -> bool:
     """Whether a watch can be kept for ``channel``: an open gRPC stream (remoting has no
@@ -527,8 +532,8 @@ class ClientManageProcessor:
                 if held.channel_id == channel_id:
                     self._unlist(group, mq, held)
                     held.waiting.discard(mq)
-                    if not held.waiting and held.wake is not None and not held.wake.done():
-                        held.wake.set_result(None)
+                    if not held.waiting:
+                        held.wake_up()
 
     def _add_grant(
         self,
@@ -724,8 +729,7 @@ class ClientManageProcessor:
                 continue
             for held in [h for h in waiting if h.channel_id == channel_id]:
                 held.ended = True
-                if held.wake is not None and not held.wake.done():
-                    held.wake.set_result(None)
+                held.wake_up()
 
     def _let_go(self, group: str, mq: MessageQueue) -> None:
         """``mq`` is free: granted at once to the latest acquire waiting for it, if any (the
@@ -743,8 +747,7 @@ class ClientManageProcessor:
             self.grants_given += 1
             held.waiting.discard(mq)
             held.handed.append((mq, result.granted[0].epoch))
-            if held.wake is not None and not held.wake.done():
-                held.wake.set_result(None)
+            held.wake_up()
             if not waiting:
                 del self._held_acquires[(group, mq)]
             return
