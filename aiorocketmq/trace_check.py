@@ -206,12 +206,16 @@ def check(
             shut_down.setdefault(holder_of(r), r["ts"])
         elif r["event"] in ("client_unregistered", "channel_closed"):
             unregistered[(str(r.get("client_id", "")), str(r.get("broker", "")))].append(r["ts"])
+
+    def forgotten(cid: str, mq: str, since: int) -> list[int]:
+        """When ``mq``'s broker forgot ``cid``'s grants (its unregister or a channel close)."""
+        return [t for t in unregistered.get((cid, _broker_of(mq)), ()) if t >= since]
+
     for mq, hs in holdings.items():
         for h in hs:
             if h.end is None and h.client_id in shut_down:
                 since = max(h.start, shut_down[h.client_id])
-                key = (client_id_of(h.client_id), _broker_of(mq))
-                after = [t for t in unregistered.get(key, ()) if t >= since]
+                after = forgotten(client_id_of(h.client_id), mq, since)
                 if after:
                     h.end = min(after)
     # A crashed client's holdings end when it crashed (its first channel close with groups),
@@ -222,8 +226,7 @@ def check(
         for h in hs:
             cid = client_id_of(h.client_id)
             if h.end is None and cid in crashed_at:
-                closes = [t for t in unregistered.get((cid, _broker_of(mq)), ()) if t >= h.start]
-                h.end = max(h.start, min([crashed_at[cid], *closes]))
+                h.end = max(h.start, min([crashed_at[cid], *forgotten(cid, mq, h.start)]))
     report.holdings = dict(holdings)
     for mq, hs in holdings.items():
         ordered = sorted(hs, key=lambda h: h.start)
