@@ -130,6 +130,12 @@ _GAINS = {"queue_added", "queue_acquired"}
 _LOSSES = {"queue_dropped", "queue_releasing", "queue_released"}
 
 
+def _gave_grants_away(r: dict[str, Any]) -> bool:
+    """Whether ``r`` is a channel's close that gave its grants away: not the close of one its
+    client had replaced with a new channel (the grants went there; the client lives on)."""
+    return bool(r["event"] == "channel_closed" and not r.get("replaced_by"))
+
+
 def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:
     """Clients whose channel closed with no graceful leave before it, and when.
 
@@ -143,7 +149,7 @@ def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:
         event, cid = r["event"], r.get("client_id", "")
         if event in ("consumer_shutdown", "client_unregistered"):
             graceful.add(cid)
-        elif event == "channel_closed" and cid not in graceful and r.get("groups"):
+        elif _gave_grants_away(r) and cid not in graceful and r.get("groups"):
             crashed_at.setdefault(cid, r["ts"])
     return set(crashed_at), crashed_at
 
@@ -204,7 +210,7 @@ def check(
     for r in records:
         if r["event"] == "consumer_shutdown":
             shut_down.setdefault(holder_of(r), r["ts"])
-        elif r["event"] in ("client_unregistered", "channel_closed"):
+        elif r["event"] == "client_unregistered" or _gave_grants_away(r):
             unregistered[(str(r.get("client_id", "")), str(r.get("broker", "")))].append(r["ts"])
 
     def forgotten(cid: str, mq: str, since: int) -> list[int]:

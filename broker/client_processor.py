@@ -202,10 +202,23 @@ class ClientManageProcessor:
             protocol=protocol,
         )
         self.channels[channel_id] = channel
-        if self.grants.rebind(request.client_id, channel_id):
+        moved = self.grants.rebind(request.client_id, channel_id)
+        previous = self.channels.get(request.previous_channel_id)
+        if previous is not None and previous.client_id == request.client_id:
+            # The client left that channel (its connection went silent: we have not seen it
+            # end). Its grants are the client's: they go on with it, and the old channel's
+            # close, when the keepalive finds it, gives none of them away.
+            previous.replaced_by = channel_id
+            moved += self.grants.supersede(request.client_id, previous.channel_id, channel_id)
+        if moved:
             self._persist_grants_soon()
         log.info(
-            "channel opened", channel_id=channel_id, client_id=request.client_id, remote_addr=peer
+            "channel opened",
+            channel_id=channel_id,
+            client_id=request.client_id,
+            remote_addr=peer,
+            replaces=previous.channel_id if previous is not None else None,
+            grants=moved,
         )
         tracer.record(
             "channel_opened",
@@ -215,6 +228,15 @@ class ClientManageProcessor:
         )
         return channel
 
+    def held_grants(self, channel: Channel) -> list[broker_pb2.HeldGrant]:
+        """The grants ``channel`` holds (ChannelOpened lists them), every group."""
+        return [
+            broker_pb2.HeldGrant(
+                consumer_group=g.group, message_queue=g.mq.to_proto(), epoch=g.epoch
+            )
+            for g in self.grants.grants_of_channel(channel.channel_id)
+        ]
+
     def close_channel(self, channel: Channel) -> None:
         """The channel-close path (RocketMQ's ``doChannelCloseEvent``), run when a stream ends."""
         if self.channels.pop(channel.channel_id, None) is None:
@@ -223,12 +245,15 @@ class ClientManageProcessor:
         groups = self.consumer_manager.do_channel_close_event(channel.remote_addr, channel)
         self.producer_manager.do_channel_close_event(channel.remote_addr, channel)
         self._channel_gone(channel.channel_id)
+        # A channel its client replaced (``replaced_by``) gave no grant away here: the trace
+        # says so, and its checker does not take this close for the client's end.
         tracer.record(
             "channel_closed",
             broker=self.config.broker_name,
             channel_id=channel.channel_id,
             client_id=channel.client_id,
             groups=groups,
+            replaced_by=channel.replaced_by,
         )
         log.info(
             "channel closed",
@@ -236,6 +261,7 @@ class ClientManageProcessor:
             client_id=channel.client_id,
             remote_addr=channel.remote_addr,
             groups=groups,
+            replaced_by=channel.replaced_by or None,
         )
 
     def close_all_channels(self) -> None:

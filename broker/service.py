@@ -55,6 +55,8 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
                     channel_id=channel.channel_id,
                     broker_name=self.b.config.broker_name,
                     broker_addr=self.b.address,
+                    grants=client.held_grants(channel),
+                    grants_listed=True,
                 )
             )
             async for event in channel.events():

@@ -22,6 +22,10 @@ Rules:
 - The channel keeps the group memberships this stream was sent (``members``, versioned: the
   broker sends a change from the last one; ``protocol.membership``). Each open starts empty,
   as the broker's side of a new stream does.
+- Each open after the first names the channel id it replaces (``previous_channel_id``): a
+  broker that has not seen the old stream end (its connection went silent) moves its queue
+  grants to the new one. ``ChannelOpened`` lists the grants the new stream holds (``held``,
+  by group), which the owner compares with the queues it holds (``on_open``).
 """
 
 from __future__ import annotations
@@ -36,10 +40,11 @@ import grpc
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.membership import NotifiedMembers
+from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.rpc import caller_cancelled
 from aiorocketmq.protocol.v1 import broker_pb2
 
-__all__ = ["BrokerChannel", "reconnect_backoff_ms"]
+__all__ = ["BrokerChannel", "held_grants", "reconnect_backoff_ms"]
 
 log = get_logger("aiorocketmq.consumer.channel")
 
@@ -50,6 +55,17 @@ def reconnect_backoff_ms(failures: int, initial_ms: int, max_ms: int, jitter: fl
     [0, 1) (so never more than the cap, never less than half of the step)."""
     step = min(max_ms, initial_ms << min(max(failures - 1, 0), 32))
     return step * (0.5 + 0.5 * jitter)
+
+
+def held_grants(opened: broker_pb2.ChannelOpened) -> dict[str, dict[MessageQueue, int]] | None:
+    """The grants a channel holds as it opens, by group then queue (their epochs); None from a
+    broker that does not list them."""
+    if not opened.grants_listed:
+        return None
+    held: dict[str, dict[MessageQueue, int]] = {}
+    for g in opened.grants:
+        held.setdefault(g.consumer_group, {})[MessageQueue.from_proto(g.message_queue)] = g.epoch
+    return held
 
 
 class BrokerChannel:
@@ -90,6 +106,11 @@ class BrokerChannel:
         self._waiter_gave_up = False
         # What this stream was last sent of each group's membership.
         self.members = NotifiedMembers()
+        # The id of the last stream that opened: the next open names it as the one it replaces.
+        self.last_channel_id = ""
+        # The queue grants the open stream holds, by group (ChannelOpened's list); None before
+        # an open, or when the broker does not list them.
+        self.held: dict[str, dict[MessageQueue, int]] | None = None
 
     def start(self) -> None:
         if self._task is None:
@@ -131,12 +152,15 @@ class BrokerChannel:
             self._call.cancel()  # _run sees gRPC's cancel, not its own: it opens again
 
     async def _run(self) -> None:
-        request = broker_pb2.OpenChannelRequest(
-            client_id=self.client_id, language="PYTHON", version=1
-        )
         while True:
             call: Any = None
             opened = False
+            request = broker_pb2.OpenChannelRequest(
+                client_id=self.client_id,
+                language="PYTHON",
+                version=1,
+                previous_channel_id=self.last_channel_id,
+            )
             try:
                 call = self._call = self._stub().OpenChannel(request)
                 async for event in call:
@@ -159,6 +183,7 @@ class BrokerChannel:
                     call.cancel()
                 self._call = None
                 self.channel_id = None
+                self.held = None
                 self._ready.clear()
             if opened and self._on_lost is not None:
                 try:
@@ -178,7 +203,8 @@ class BrokerChannel:
 
     def _opened(self, opened: broker_pb2.ChannelOpened) -> None:
         self.members.clear()
-        self.channel_id = opened.channel_id
+        self.channel_id = self.last_channel_id = opened.channel_id
+        self.held = held_grants(opened)
         self.broker_name = opened.broker_name
         self.opened_count += 1
         self.failures = 0

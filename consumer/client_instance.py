@@ -70,7 +70,9 @@ class ConsumerInner(Protocol):
     def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None: ...
     async def do_rebalance(self) -> bool: ...
     async def persist_consumer_offset(self) -> None: ...
-    def broker_reconnected(self, broker_name: str) -> None: ...
+    def broker_reconnected(
+        self, broker_name: str, held: dict[MessageQueue, int] | None = None
+    ) -> None: ...
     def allocated_by(self, members: list[str]) -> bool: ...
     async def pull_message(self, request: PullRequest) -> None: ...
     async def renew_watches(
@@ -680,11 +682,15 @@ class MQClientInstance:
 
     def _on_channel_open(self, channel: BrokerChannel) -> None:
         """Every open of a channel (a broker restarted, or found at a new address): the
-        offsets it was known to have are sent again at the next commit. Its queues parked on
-        the old channel's watches are pulled now: the new channel has none."""
+        offsets it was known to have are sent again at the next commit, and each consumer
+        learns which of its grants there the new channel holds (those it does not were given
+        away meanwhile). Its queues parked on the old channel's watches are pulled now: the
+        new channel has none."""
         if channel.broker_name:
-            for consumer in self.consumer_table.values():
-                consumer.broker_reconnected(channel.broker_name)
+            held = channel.held
+            for group, consumer in self.consumer_table.items():
+                mine = None if held is None else held.get(group, {})
+                consumer.broker_reconnected(channel.broker_name, mine)
             self.pull_message_service.wake_broker(channel.broker_name)
 
     async def _on_channel_reopen(self, channel: BrokerChannel) -> None:

@@ -274,11 +274,44 @@ class ConsumerCore:
             return False  # a pass would first retry releases and settle unsure grants
         return self.rebalance_impl is not None and self.rebalance_impl.allocated_by(members)
 
-    def broker_reconnected(self, broker_name: str) -> None:
+    def broker_reconnected(
+        self, broker_name: str, held: dict[MessageQueue, int] | None = None
+    ) -> None:
         """A channel of ours to ``broker_name`` opened (it may have restarted, or moved): the
-        offsets it was known to have are sent again at the next commit."""
+        offsets it was known to have are sent again at the next commit. ``held``: the grants of
+        our group the new channel holds (None: not listed). Fenced, a queue of that broker we
+        consume and do not find there with its epoch was given away while we were not
+        connected (the broker closed our channel): dropped now, before we consume more of what
+        we had pulled (its next pull or commit would have been refused)."""
         if isinstance(self.offset_store, RemoteBrokerOffsetStore):
             self.offset_store.broker_reconnected(broker_name)
+        if held is None or self.fenced is None or self.rebalance_impl is None:
+            return
+        epochs = self.fenced.epochs
+        for mq, pq in list(self.rebalance_impl.process_queue_table.items()):
+            if mq.broker_name == broker_name and not pq.dropped and held.get(mq) != epochs.get(mq):
+                log.warning(
+                    "queue grant lost with our channel, dropping the queue",
+                    group=self.consumer_group,
+                    mq=str(mq),
+                    epoch=epochs.get(mq),
+                    broker_epoch=held.get(mq),
+                )
+                self.lose_queue(mq, pq)
+
+    def lose_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """A fenced queue we no longer hold (its commit refused, or not held by our new
+        channel): none of its pulled messages goes to the listener from now on; it is removed
+        in a side task."""
+        pq.dropped = True
+        self.spawn(self._drop_queue(mq))
+
+    async def _drop_queue(self, mq: MessageQueue) -> None:
+        """A fenced queue we no longer hold: removed now, and a pass asked for (it may be ours
+        again, under a new grant)."""
+        assert self.rebalance_impl is not None and self.client is not None
+        await self.rebalance_impl.remove_process_queue(mq)
+        self.client.rebalance_immediately()
 
     async def pull_message(self, request: PullRequest) -> None:
         raise NotImplementedError
@@ -449,15 +482,13 @@ class ConsumerCore:
 
     async def on_pull_fenced(self, mq: MessageQueue, error: QueueFenced) -> None:
         """A pull was refused (fenced handoff): the queue moved on; stop pulling it at once."""
-        assert self.rebalance_impl is not None and self.client is not None
         log.warning(
             "pull fenced, dropping the queue",
             group=self.consumer_group,
             mq=str(mq),
             error=error.message,
         )
-        await self.rebalance_impl.remove_process_queue(mq)
-        self.client.rebalance_immediately()
+        await self._drop_queue(mq)
 
     def record_pull(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int) -> None:
         """The trace's ``pull`` record: what one pull brought, and where the next one starts."""

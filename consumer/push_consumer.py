@@ -381,9 +381,9 @@ class PushConsumerImpl(ConsumerCore):
         log.warning(
             "offset commit fenced, dropping the queue", group=self.consumer_group, mq=str(mq)
         )
-        if self.rebalance_impl is not None and mq in self.rebalance_impl.process_queue_table:
-            self.rebalance_impl.process_queue_table[mq].dropped = True
-            self.spawn(self.rebalance_impl.remove_process_queue(mq))
+        pq = self.rebalance_impl.process_queue_table.get(mq) if self.rebalance_impl else None
+        if pq is not None:
+            self.lose_queue(mq, pq)
 
     async def _try_remove_order_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         assert self.offset_store is not None

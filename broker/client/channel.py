@@ -70,6 +70,7 @@ class Channel:
         "outbox",
         "protocol",
         "remote_addr",
+        "replaced_by",
         "superseded",
         "version",
     )
@@ -108,6 +109,9 @@ class Channel:
         self.notified_versions: dict[str, int] = {}
         # The client learns of its groups' changes from another broker: no notification here.
         self.notified_elsewhere = False
+        # The channel id its client opened in place of this one (it named this one as its
+        # previous): this channel's grants went there. Empty while it is the client's current.
+        self.replaced_by = ""
 
     @property
     def closed(self) -> bool:

@@ -27,10 +27,13 @@ mode the broker grants each (group, queue) to one owner at a time, with an epoch
 
 Holder identity is (client id, channel id), not the client id alone: two processes sharing a
 client id (a container pitfall, see ``ConsumerManager.duplicate_client_ids``) have different
-channels, so the second is denied rather than handed the same epoch. The price: a client that
-reconnects on a new channel is denied its old queues until the old channel's close is
-processed (at once for a clean disconnect, within the keepalive timeout for a dead one, or at
-the 120 s expiry).
+channels, so the second is denied rather than handed the same epoch. A client that reconnects
+on a new channel names its old one (``OpenChannelRequest.previous_channel_id``, which only it
+and the broker know): when that channel is still open here (its connection went silent, and the
+broker has not seen it end), its grants move to the new one (``supersede``), so its close, when
+the keepalive finds it, gives nothing away. The new channel's ``ChannelOpened`` lists the grants
+it holds: a client whose old channel the broker did close (its grants released, maybe granted
+again) learns at once which queues it lost, before it consumes more of what it had pulled.
 
 Epochs start above ``epoch_base`` (default 0; epoch 0 on the wire means "not fenced"); a
 broker passes its start time in ms, so epochs keep growing across restarts even without the
@@ -320,11 +323,13 @@ class QueueGrantManager:
 
     def rebind(self, client_id: str, channel_id: str) -> int:
         """A client opened a channel: its orphaned (restored) grants move to it; how many."""
-        mine = [
-            self.grant_table[g][mq]
-            for g, mq in sorted(self.channel_grant_table.get(ORPHAN, ()))
-            if self.grant_table[g][mq].client_id == client_id
-        ]
+        return self.supersede(client_id, ORPHAN, channel_id)
+
+    def supersede(self, client_id: str, old_channel_id: str, channel_id: str) -> int:
+        """``client_id`` opened ``channel_id`` in place of ``old_channel_id`` (an orphan's, or
+        one whose connection went silent): that channel's grants of this client move to the
+        new one with their epochs, so its close, when seen, gives nothing away; how many."""
+        mine = [g for g in self.grants_of_channel(old_channel_id) if g.client_id == client_id]
         for grant in mine:
             self._move(grant, channel_id)
         return len(mine)
@@ -344,9 +349,10 @@ class QueueGrantManager:
         self.channel_grant_table.setdefault(channel_id, set()).add(key)
         self.version += 1
         log.info(
-            "restored queue grant back with its client",
+            "queue grant moved to its client's new channel",
             group=grant.group,
             client_id=grant.client_id,
+            old_channel_id=grant.channel_id or "(restored)",
             channel_id=channel_id,
             mq=str(grant.mq),
             epoch=grant.epoch,

@@ -31,24 +31,40 @@ NO_MATCHED_MSG: PullStatus
 OFFSET_ILLEGAL: PullStatus
 
 class OpenChannelRequest(_message.Message):
-    __slots__ = ("client_id", "language", "version")
+    __slots__ = ("client_id", "language", "version", "previous_channel_id")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     language: str
     version: int
-    def __init__(self, client_id: _Optional[str] = ..., language: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+    previous_channel_id: str
+    def __init__(self, client_id: _Optional[str] = ..., language: _Optional[str] = ..., version: _Optional[int] = ..., previous_channel_id: _Optional[str] = ...) -> None: ...
 
 class ChannelOpened(_message.Message):
-    __slots__ = ("channel_id", "broker_name", "broker_addr")
+    __slots__ = ("channel_id", "broker_name", "broker_addr", "grants", "grants_listed")
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ADDR_FIELD_NUMBER: _ClassVar[int]
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
+    GRANTS_LISTED_FIELD_NUMBER: _ClassVar[int]
     channel_id: str
     broker_name: str
     broker_addr: str
-    def __init__(self, channel_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addr: _Optional[str] = ...) -> None: ...
+    grants: _containers.RepeatedCompositeFieldContainer[HeldGrant]
+    grants_listed: bool
+    def __init__(self, channel_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addr: _Optional[str] = ..., grants: _Optional[_Iterable[_Union[HeldGrant, _Mapping]]] = ..., grants_listed: _Optional[bool] = ...) -> None: ...
+
+class HeldGrant(_message.Message):
+    __slots__ = ("consumer_group", "message_queue", "epoch")
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    message_queue: _common_pb2.MessageQueue
+    epoch: int
+    def __init__(self, consumer_group: _Optional[str] = ..., message_queue: _Optional[_Union[_common_pb2.MessageQueue, _Mapping]] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class NotifyConsumerIdsChanged(_message.Message):
     __slots__ = ("consumer_group", "consumer_id_list", "sent_at_ms", "version", "base_version", "added_ids", "removed_ids")

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
+from aiorocketmq.broker.client_processor import ClientManageProcessor
 from aiorocketmq.broker.service import BrokerService
 from aiorocketmq.consumer import AllocateMessageQueueAveragely, MessageQueue, PushConsumer
 from aiorocketmq.consumer.broker_channel import BrokerChannel
@@ -30,6 +31,7 @@ from aiorocketmq.protocol.channels import shared_channels
 from aiorocketmq.protocol.errors import MQError, ServiceNotAvailable
 from aiorocketmq.protocol.rpc import call
 from aiorocketmq.protocol.v1 import broker_pb2
+from aiorocketmq.trace import tracer
 from tests.helpers import wait_until
 from tests.integration.support import Received, owners
 
@@ -371,7 +373,7 @@ async def test_a_broker_restart_under_running_consumers(
         impl = client_of(c1).consumer_table[c1.consumer_group]
         told: list[str] = []
         tell = impl.broker_reconnected
-        impl.broker_reconnected = lambda name: (told.append(name), tell(name))[1]  # type: ignore[method-assign]
+        impl.broker_reconnected = lambda name, held: (told.append(name), tell(name, held))[1]  # type: ignore[method-assign]
         # c2 starts while broker-a restarts: its start() returns or says why, typed.
         results = await asyncio.gather(
             c2.start(), cluster.restart_broker("broker-a"), return_exceptions=True
@@ -651,3 +653,137 @@ async def test_a_broker_that_does_not_notify_the_group_is_not_asked_to(
     finally:
         await other.shutdown()
         await one.shutdown()
+
+
+def fenced_consumer(cluster: LocalCluster, name: str, listener: Any, **kw: Any) -> PushConsumer:
+    """A fenced consumer of the group whose offsets are committed only every minute: what it
+    learns of its grants, it learns from its channel or its pulls, not from a refused commit."""
+    c = PushConsumer(
+        GROUP,
+        cluster.namesrv_addr,
+        instance_name=name,
+        client_config=client_config(persist_consumer_offset_interval_ms=60_000),
+        handoff="fenced",
+        **kw,
+    )
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(listener)
+    return c
+
+
+def grants_at(cluster: LocalCluster, broker: str) -> dict[MessageQueue, tuple[str, int]]:
+    """The broker's grants of the group: each queue's holding channel and epoch."""
+    grants = cluster.broker(broker).client.grants.grant_table.get(GROUP, {})
+    return {mq: (g.channel_id, g.epoch) for mq, g in grants.items()}
+
+
+async def test_a_fenced_consumer_drops_at_once_the_queues_its_reopened_channel_does_not_hold(
+    cluster: LocalCluster,
+) -> None:
+    """The broker closes a live consumer's channel (as its expiry scan would): its grants there
+    are given up. The new channel's ChannelOpened lists none, and the consumer drops those
+    queues at once, their pulled messages not handed to its listener, although no pull or
+    commit of theirs was refused (the listener is busy, the queues under flow control, the
+    commits a minute apart). It then takes them again under new grants and consumes all."""
+    received = Received()
+    gate = asyncio.Event()
+    consume = received.listener("solo")
+
+    async def busy(msgs: list[Any], ctx: Any) -> Any:
+        await gate.wait()
+        return await consume(msgs, ctx)
+
+    # A listener call at a time, one message per queue in the process queue before pulls stop.
+    solo = fenced_consumer(cluster, "solo", busy, consume_thread_max=1, pull_threshold_for_queue=1)
+    bodies = [f"lost-{i}".encode() for i in range(40)]
+    try:
+        await solo.start()
+        await wait_until(lambda: settled([solo]), timeout=15, message="solo holds every queue")
+        async with Producer("conn-producer", cluster.namesrv_addr) as producer:
+            for body in bodies:
+                await producer.send(Message(TOPIC, body))
+        impl = solo._impl.rebalance_impl
+        assert impl is not None
+        table = {mq: pq for mq, pq in impl.process_queue_table.items() if mq.topic == TOPIC}
+        await wait_until(
+            lambda: all(pq.msg_count > 0 for pq in table.values()),
+            timeout=10,
+            message="every queue has messages waiting for the listener",
+        )
+        before = grants_at(cluster, "broker-a")
+        on_a = {mq: pq for mq, pq in table.items() if mq.broker_name == "broker-a"}
+        on_b = {mq: pq for mq, pq in table.items() if mq.broker_name == "broker-b"}
+        broker = cluster.broker("broker-a")
+        channel = channel_to(cluster, solo, "broker-a")
+        [closed] = [c for c in broker.client.channels.values() if c.client_id == solo.client_id]
+        broker.client.close_channel(closed)
+        await wait_until(
+            lambda: channel.opened_count == 2, timeout=10, message="the closed channel reopened"
+        )
+        await wait_until(
+            lambda: all(pq.dropped for pq in on_a.values()),
+            timeout=5,
+            message="broker-a's queues dropped on the reopen",
+        )
+        assert not any(pq.dropped for pq in on_b.values())
+        assert not gate.is_set() and not received.by_body  # no pull or commit told it
+        gate.set()
+        await wait_until(lambda: settled([solo]), timeout=15, message="solo holds them again")
+        after = grants_at(cluster, "broker-a")
+        assert all(after[mq][1] > before[mq][1] for mq in on_a)  # new grants
+        await wait_until(lambda: not received.missing(bodies), timeout=15, message="all consumed")
+    finally:
+        gate.set()
+        await solo.shutdown()
+
+
+async def test_a_reopened_channel_takes_over_the_grants_of_one_the_broker_has_not_seen_end(
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's stream ends while the broker has not seen it end yet (a connection gone
+    silent: the broker learns at its keepalive, here a second late). The new stream names the
+    old one: its grants move there with their epochs, and the old one's close gives none away.
+    The consumer keeps every queue under the same grant, and is never refused a pull."""
+    late: set[str] = set()
+    close_channel = ClientManageProcessor.close_channel
+
+    def close_late(processor: ClientManageProcessor, channel: Any) -> None:
+        if channel.channel_id in late:
+            asyncio.get_running_loop().call_later(1.0, close_channel, processor, channel)
+        else:
+            close_channel(processor, channel)
+
+    monkeypatch.setattr(ClientManageProcessor, "close_channel", close_late)
+    records: list[dict[str, Any]] = []
+    tracer.subscribe(records.append)
+    received = Received()
+    solo = fenced_consumer(cluster, "solo", received.listener("solo"))
+    try:
+        await solo.start()
+        await wait_until(lambda: settled([solo]), timeout=15, message="solo holds every queue")
+        before = grants_at(cluster, "broker-a")
+        broker = cluster.broker("broker-a")
+        channel = channel_to(cluster, solo, "broker-a")
+        old_id = channel.channel_id
+        assert old_id is not None and {ch for ch, _ in before.values()} == {old_id}
+        late.add(old_id)
+        channel._call.cancel()  # the client gives up on the stream; the broker hears late
+        await wait_until(
+            lambda: channel.opened_count == 2, timeout=10, message="the stream reopened"
+        )
+        await wait_until(
+            lambda: old_id not in broker.client.channels, timeout=5, message="the late close"
+        )
+        new_id = channel.channel_id
+        assert grants_at(cluster, "broker-a") == {mq: (new_id, e) for mq, (_, e) in before.items()}
+        await wait_until(lambda: settled([solo]), timeout=15, message="settled")
+        await consumed_everything(cluster, received, "taken-over")
+        assert grants_at(cluster, "broker-a") == {mq: (new_id, e) for mq, (_, e) in before.items()}
+    finally:
+        await solo.shutdown()
+        tracer.unsubscribe(records.append)
+    mine = [r for r in records if r.get("client_id") == solo.client_id]
+    shut = next(i for i, r in enumerate(mine) if r["event"] == "consumer_shutdown")
+    assert [r for r in mine[:shut] if r["event"] == "queue_dropped"] == []
+    [closed] = [r for r in mine if r["event"] == "channel_closed" and r["channel_id"] == old_id]
+    assert closed["replaced_by"] == new_id

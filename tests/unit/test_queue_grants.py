@@ -172,6 +172,8 @@ def test_duplicate_queues_in_one_request_are_granted_once() -> None:
 
 
 CLIENTS = ["c0", "c1", "c2"]
+
+
 def restarted(before: QueueGrantManager, now: int = 1_000) -> QueueGrantManager:
     """A broker restarted: a new manager (a later epoch base) restored from the old one's file."""
     after = QueueGrantManager(epoch_base=10)
@@ -196,6 +198,27 @@ def test_grants_survive_a_restart_and_their_holder_goes_on_with_its_epoch() -> N
     assert after.release_channel("ch-new1") == [("G", Q0), ("G", Q1)]
     # Epochs never repeat across the restart.
     assert after.acquire("G", "c2", "ch-new2", [Q0]).granted == [(Q0, 2)]
+
+
+def test_a_new_channel_takes_over_the_grants_of_the_one_it_replaces() -> None:
+    """A client whose connection went silent opens a new channel naming the old one, which the
+    broker has not seen end: the old channel's grants move with their epochs, and its close,
+    when it comes, frees nothing. Another client's grants on it (none in practice) stay."""
+    m = QueueGrantManager()
+    m.acquire("G", "c1", "ch1", [Q0, Q1])
+    m.acquire("H", "c1", "ch1", [Q2])
+    assert m.supersede("c2", "ch1", "ch2") == 0  # not c2's grants
+    assert m.supersede("c1", "ch1", "ch1-new") == 3
+    assert [(g.group, g.mq, g.epoch) for g in m.grants_of_channel("ch1-new")] == [
+        ("G", Q0, 1),
+        ("G", Q1, 1),
+        ("H", Q2, 1),
+    ]
+    assert m.release_channel("ch1") == []
+    m.check_epoch("G", Q0, 1)
+    assert m.acquire("G", "c1", "ch1-new", [Q0]).granted == [(Q0, 1)]  # still the holder
+    assert m.acquire("G", "c2", "ch2", [Q1]).denied == [(Q1, "c1", 1)]
+    assert m.release_channel("ch1-new") == [("G", Q0), ("G", Q1), ("H", Q2)]
 
 
 def test_orphans_whose_client_never_comes_back_expire() -> None:

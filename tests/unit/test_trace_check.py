@@ -62,6 +62,28 @@ def test_a_crash_ends_holdings_at_the_channel_close_and_is_the_duplicates_cause(
     assert report.duplicate_causes == {"crash": 1}
 
 
+def test_the_close_of_a_channel_its_client_replaced_is_not_a_crash() -> None:
+    """The broker saw a silent connection end after its client had opened a new channel that
+    took its grants over (``replaced_by``): the client lives on, holding its queues, and a
+    second holder is double ownership."""
+    report = check(
+        [
+            rec(0, "queue_added", client_id="A", mq=Q0),
+            {
+                "ts": 10,
+                "event": "channel_closed",
+                "client_id": "A",
+                "groups": ["g"],
+                "replaced_by": "b-2",
+            },
+            rec(12, "queue_added", client_id="B", mq=Q0),
+            rec(20, "queue_dropped", client_id="A", mq=Q0),
+        ]
+    )
+    assert report.crashed_clients == set()
+    assert report.double_ownership_ms == {Q0: 8}
+
+
 def test_a_graceful_leave_is_not_a_crash() -> None:
     report = check(
         [
