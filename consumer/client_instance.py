@@ -70,6 +70,7 @@ class ConsumerInner(Protocol):
     def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None: ...
     async def do_rebalance(self) -> bool: ...
     async def persist_consumer_offset(self) -> None: ...
+    def broker_channel_lost(self, broker_name: str) -> None: ...
     def broker_reconnected(
         self, broker_name: str, held: dict[MessageQueue, int] | None = None
     ) -> None: ...
@@ -788,8 +789,12 @@ class MQClientInstance:
             self._spawn_side_task(self._heartbeat_in_background())
 
     def _on_channel_lost(self, channel: BrokerChannel) -> None:
-        """The stream of the broker that notifies us ended: another one is asked at once
-        (ours: until its heartbeat lands, no broker tells us of a change)."""
+        """A stream ended: each consumer holds back its fenced queues of that broker until the
+        next open lists their grants. When it was the broker that notifies us, another one
+        is asked at once (ours: until its heartbeat lands, no broker tells us of a change)."""
+        if channel.broker_name:
+            for consumer in self.consumer_table.values():
+                consumer.broker_channel_lost(channel.broker_name)
         if channel.addr == self._notifier and self.running and self.consumer_table:
             self._spawn_side_task(self._find_notifier(self._broker_addrs(), {channel.addr}))
 

@@ -7,7 +7,8 @@ exception or no answer fails it: in CLUSTERING the failed messages are sent back
 for a later retry (if that fails, consumed again here after 5 s); in BROADCASTING they are
 only logged. Then the messages leave the process queue and the offset to commit is the lowest
 offset still in it (the low-water mark), increase-only. A batch whose queue was dropped meanwhile
-is discarded: no ack, no offset (the new owner delivers it again).
+is discarded: no ack, no offset (the new owner delivers it again). A batch of a suspended queue
+(fenced, its grant unconfirmed: ``ProcessQueue.suspend``) waits, holding no slot.
 """
 
 from __future__ import annotations
@@ -87,14 +88,20 @@ class ConsumeMessageConcurrentlyService:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        async with self._slots:
-            if pq.dropped:
+        while True:
+            if pq.suspended:  # fenced: held back (no slot taken) until resumed or dropped
+                await pq.wait_resumed()
+            async with self._slots:
+                if pq.dropped:
+                    return
+                if pq.suspended:
+                    continue  # suspended while it waited for a slot
+                pq.consume_started()
+                try:
+                    await self._consume_batch(msgs, pq, mq)
+                finally:
+                    pq.consume_finished()
                 return
-            pq.consume_started()
-            try:
-                await self._consume_batch(msgs, pq, mq)
-            finally:
-                pq.consume_finished()
 
     async def _consume_batch(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue

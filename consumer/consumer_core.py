@@ -274,6 +274,25 @@ class ConsumerCore:
             return False  # a pass would first retry releases and settle unsure grants
         return self.rebalance_impl is not None and self.rebalance_impl.allocated_by(members)
 
+    def broker_channel_lost(self, broker_name: str) -> None:
+        """Our channel to ``broker_name`` ended (the broker may have closed it and given our
+        grants away). Fenced, the queues of that broker hand no more batches to the listener
+        until a new channel says which grants are still ours (``broker_reconnected``)."""
+        if self.fenced is None or self.rebalance_impl is None:
+            return
+        held_back = 0
+        for mq, pq in self.rebalance_impl.process_queue_table.items():
+            if mq.broker_name == broker_name and not pq.dropped:
+                pq.suspend()
+                held_back += 1
+        if held_back:
+            log.info(
+                "channel to broker lost, queues held back until their grants are confirmed",
+                group=self.consumer_group,
+                broker=broker_name,
+                queues=held_back,
+            )
+
     def broker_reconnected(
         self, broker_name: str, held: dict[MessageQueue, int] | None = None
     ) -> None:
@@ -281,23 +300,27 @@ class ConsumerCore:
         offsets it was known to have are sent again at the next commit. ``held``: the grants of
         our group the new channel holds (None: not listed). Fenced, a queue of that broker we
         consume and do not find there with its epoch was given away while we were not
-        connected (the broker closed our channel): dropped now, before we consume more of what
-        we had pulled (its next pull or commit would have been refused)."""
+        connected (the broker closed our channel): dropped now, none of what we had pulled
+        consumed (its next pull or commit would have been refused). The others go on."""
         if isinstance(self.offset_store, RemoteBrokerOffsetStore):
             self.offset_store.broker_reconnected(broker_name)
-        if held is None or self.fenced is None or self.rebalance_impl is None:
+        if self.fenced is None or self.rebalance_impl is None:
             return
         epochs = self.fenced.epochs
         for mq, pq in list(self.rebalance_impl.process_queue_table.items()):
-            if mq.broker_name == broker_name and not pq.dropped and held.get(mq) != epochs.get(mq):
-                log.warning(
-                    "queue grant lost with our channel, dropping the queue",
-                    group=self.consumer_group,
-                    mq=str(mq),
-                    epoch=epochs.get(mq),
-                    broker_epoch=held.get(mq),
-                )
-                self.lose_queue(mq, pq)
+            if mq.broker_name != broker_name or pq.dropped:
+                continue
+            if held is None or held.get(mq) == epochs.get(mq):
+                pq.resume()
+                continue
+            log.warning(
+                "queue grant lost with our channel, dropping the queue",
+                group=self.consumer_group,
+                mq=str(mq),
+                epoch=epochs.get(mq),
+                broker_epoch=held.get(mq),
+            )
+            self.lose_queue(mq, pq)
 
     def lose_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         """A fenced queue we no longer hold (its commit refused, or not held by our new

@@ -494,7 +494,11 @@ class LitePullConsumerImpl(ConsumerCore):
 
     def _take(self, limit: int) -> list[MessageExt]:
         """Take up to ``limit`` buffered messages, visiting the queues in turn from a cursor."""
-        states = [s for s in self.states.values() if s.buffer and not s.paused and not s.dropped]
+        states = [
+            s
+            for s in self.states.values()
+            if s.buffer and not s.paused and not s.dropped and not s.process_queue.suspended
+        ]
         if not states:
             return []
         self._poll_cursor = (self._poll_cursor + 1) % len(states)
@@ -719,6 +723,12 @@ class LitePullConsumerImpl(ConsumerCore):
     async def pull_message(self, request: PullRequest) -> None:
         """Lite pull never dispatches to the ``PullMessageService``; its own tasks pull."""
         return None
+
+    def broker_reconnected(
+        self, broker_name: str, held: dict[MessageQueue, int] | None = None
+    ) -> None:
+        super().broker_reconnected(broker_name, held)
+        self._arrived.set()  # queues held back may have messages for a waiting poll()
 
     def on_queue_released(self, mq: MessageQueue) -> None:
         if self.client is not None:

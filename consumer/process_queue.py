@@ -94,7 +94,9 @@ class ProcessQueue:
     hold the broker's queue lock; every new process queue starts locked, as in RocketMQ),
     ``consuming`` (orderly: a consume request is scheduled), ``last_pull_timestamp``,
     ``last_consume_timestamp``, ``last_lock_timestamp``, ``try_unlock_times``, ``msg_acc_cnt``
-    (messages on the broker beyond the last pulled one). Set timestamps with ``now_ms()``.
+    (messages on the broker beyond the last pulled one), ``suspended`` (fenced: its batches
+    held back from the listener while its grant is unconfirmed). Set timestamps with
+    ``now_ms()``.
     """
 
     def __init__(self, *, now_ms: Callable[[], int] = _current_time_millis) -> None:
@@ -105,7 +107,6 @@ class ProcessQueue:
         self._msg_count = 0
         self._msg_size = 0
         self.queue_offset_max = 0
-        self.dropped = False
         self.locked = False
         self.consuming = False
         now = now_ms()
@@ -114,6 +115,12 @@ class ProcessQueue:
         self.last_lock_timestamp = now
         self.try_unlock_times = 0
         self.msg_acc_cnt = 0
+        self._dropped = False
+        # Fenced handoff: our channel to the queue's broker ended, and its grant is not known to
+        # be ours until the new channel lists it: no message of it goes to the listener.
+        self.suspended = False
+        self._resumed = asyncio.Event()
+        self._resumed.set()
         self.consume_lock = asyncio.Lock()
         # Concurrent batches being consumed now (the fenced handoff drains them before release).
         self.inflight = 0
@@ -130,6 +137,31 @@ class ProcessQueue:
         )
 
     # -- state ---------------------------------------------------------------------------
+
+    @property
+    def dropped(self) -> bool:
+        """The queue is no longer ours: its pull request dies, its messages go nowhere."""
+        return self._dropped
+
+    @dropped.setter
+    def dropped(self, value: bool) -> None:
+        self._dropped = value
+        if value:
+            self._resumed.set()  # batches held back by ``suspend`` end, seeing it dropped
+
+    def suspend(self) -> None:
+        """Hold back every batch not handed to the listener yet, until ``resume``."""
+        self.suspended = True
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        """Let the batches held back by ``suspend`` go on."""
+        self.suspended = False
+        self._resumed.set()
+
+    async def wait_resumed(self) -> None:
+        """Until the queue is resumed or dropped (the caller looks which)."""
+        await self._resumed.wait()
 
     @property
     def msg_count(self) -> int:

@@ -737,6 +737,76 @@ async def test_a_fenced_consumer_drops_at_once_the_queues_its_reopened_channel_d
         await solo.shutdown()
 
 
+async def test_a_fenced_consumer_hands_no_message_of_a_broker_to_its_listener_while_its_channel_there_is_down(
+    cluster: LocalCluster,
+) -> None:
+    """Between the end of its channel to broker-a and the next open (which says which grants
+    are still its own), the consumer's listener is handed batches of broker-b's queues only:
+    broker-a may have given its queues to others meanwhile. Broker-a's grants were released
+    here (the broker closed the channel), so the reopen drops them, and they are taken again."""
+    calls: list[MessageQueue] = []
+    received = Received()
+    gate = asyncio.Event()
+    consume = received.listener("solo")
+
+    async def busy(msgs: list[Any], ctx: Any) -> Any:
+        calls.append(ctx.message_queue)
+        await gate.wait()
+        return await consume(msgs, ctx)
+
+    solo = PushConsumer(
+        GROUP,
+        cluster.namesrv_addr,
+        instance_name="solo",
+        # The reopen comes 1 to 2 s after the stream's end.
+        client_config=client_config(
+            channel_reconnect_delay_ms=2_000,
+            channel_reconnect_max_delay_ms=2_000,
+            persist_consumer_offset_interval_ms=60_000,
+        ),
+        handoff="fenced",
+        consume_thread_max=1,
+        pull_threshold_for_queue=1,
+    )
+    solo.subscribe(TOPIC, "*")
+    solo.register_message_listener(busy)
+    bodies = [f"held-{i}".encode() for i in range(40)]
+    try:
+        await solo.start()
+        await wait_until(lambda: settled([solo]), timeout=15, message="solo holds every queue")
+        async with Producer("conn-producer", cluster.namesrv_addr) as producer:
+            for body in bodies:
+                await producer.send(Message(TOPIC, body))
+        impl = solo._impl.rebalance_impl
+        assert impl is not None
+        table = {mq: pq for mq, pq in impl.process_queue_table.items() if mq.topic == TOPIC}
+        await wait_until(
+            lambda: all(pq.msg_count > 0 for pq in table.values()) and len(calls) == 1,
+            timeout=10,
+            message="every queue has messages waiting, one batch in the listener",
+        )
+        broker = cluster.broker("broker-a")
+        channel = channel_to(cluster, solo, "broker-a")
+        [closed] = [c for c in broker.client.channels.values() if c.client_id == solo.client_id]
+        broker.client.close_channel(closed)
+        await wait_until(lambda: channel.channel_id is None, message="the client saw it end")
+        gate.set()  # the batch in the listener goes on (beyond reach); broker-b's follow
+        on_b = [pq for mq, pq in table.items() if mq.broker_name == "broker-b"]
+        await wait_until(
+            lambda: all(pq.msg_count == 0 for pq in on_b),
+            timeout=5,
+            message="broker-b's messages consumed",
+        )
+        assert channel.opened_count == 1, "the channel reopened too soon for this test"
+        assert all(mq.broker_name == "broker-b" for mq in calls[1:]), calls
+        await wait_until(lambda: channel.opened_count == 2, timeout=10, message="reopened")
+        await wait_until(lambda: settled([solo]), timeout=15, message="solo holds them again")
+        await wait_until(lambda: not received.missing(bodies), timeout=15, message="all consumed")
+    finally:
+        gate.set()
+        await solo.shutdown()
+
+
 async def test_a_reopened_channel_takes_over_the_grants_of_one_the_broker_has_not_seen_end(
     cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -56,6 +56,7 @@ class _Channel:
     def __init__(self, channel_id: str | None, addr: str = "") -> None:
         self.channel_id = channel_id
         self.addr = addr
+        self.broker_name = ""
 
     async def close(self) -> None:
         self.channel_id = None

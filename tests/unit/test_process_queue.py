@@ -1,4 +1,5 @@
-"""ProcessQueue: low-water mark, orderly take/commit/rollback, expiry and flow control."""
+"""ProcessQueue: low-water mark, orderly take/commit/rollback, expiry, flow control, and the
+fenced hold-back of a suspended queue."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from aiorocketmq.consumer.consume_concurrently import ConsumeMessageConcurrentlyService
 from aiorocketmq.consumer.process_queue import (
     CONSUME_CONCURRENTLY_MAX_SPAN,
     PULL_MAX_IDLE_TIME,
@@ -21,7 +23,8 @@ from aiorocketmq.consumer.process_queue import (
     ProcessQueue,
     flow_control_reason,
 )
-from aiorocketmq.protocol import MessageExt
+from aiorocketmq.consumer.types import ConsumeConcurrentlyStatus, MessageModel
+from aiorocketmq.protocol import MessageExt, MessageQueue
 
 
 class FakeClock:
@@ -347,3 +350,42 @@ def test_thousands_of_messages_through_the_orderly_path(batch: int) -> None:
         committed = pq.commit() - 1
     assert committed == 5023  # 157 batches of 32
     assert pq.msg_count == 0
+
+
+async def test_a_suspended_queue_hands_no_batch_to_the_listener_until_resumed_or_dropped() -> None:
+    """Fenced, a queue whose grant is unconfirmed (its broker's channel ended): its batches wait
+    without taking a consume slot, go on when resumed, and end unconsumed when dropped."""
+    seen: list[int] = []
+
+    async def listener(batch: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.queue_offset for m in batch)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def send_back(m: MessageExt, level: int) -> bool:
+        return True
+
+    service = ConsumeMessageConcurrentlyService(
+        "g",
+        listener,
+        MessageModel.CLUSTERING,
+        update_offset=lambda mq, offset: None,
+        send_message_back=send_back,
+        consume_thread_max=1,
+    )
+    held, other, gone = ProcessQueue(), ProcessQueue(), ProcessQueue()
+    mq = MessageQueue("T", "b", 0)
+    for pq, offsets in ((held, (0, 1)), (other, (10,)), (gone, (20,))):
+        pq.put_message(msgs(*offsets))
+    held.suspend()
+    gone.suspend()
+    service.submit_consume_request(msgs(0, 1), held, mq)
+    service.submit_consume_request(msgs(20), gone, mq)
+    service.submit_consume_request(msgs(10), other, mq)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert seen == [10]  # the one slot was free for the queue not held back
+    gone.dropped = True
+    held.resume()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert seen == [10, 0, 1] and service.in_flight() == 0
