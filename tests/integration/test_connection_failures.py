@@ -22,6 +22,7 @@ from aiorocketmq.consumer import AllocateMessageQueueAveragely, MessageQueue, Pu
 from aiorocketmq.consumer.broker_channel import BrokerChannel
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.client_instance import MQClientInstance
+from aiorocketmq.consumer.process_queue import ProcessQueue
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.nameserver.service import NameServerService
@@ -655,20 +656,46 @@ async def test_a_broker_that_does_not_notify_the_group_is_not_asked_to(
         await one.shutdown()
 
 
-def fenced_consumer(cluster: LocalCluster, name: str, listener: Any, **kw: Any) -> PushConsumer:
+def fenced_consumer(
+    cluster: LocalCluster, name: str, listener: Any, config: dict[str, Any] | None = None, **kw: Any
+) -> PushConsumer:
     """A fenced consumer of the group whose offsets are committed only every minute: what it
-    learns of its grants, it learns from its channel or its pulls, not from a refused commit."""
+    learns of its grants, it learns from its channel or its pulls, not from a refused commit.
+    ``config``: more client settings."""
     c = PushConsumer(
         GROUP,
         cluster.namesrv_addr,
         instance_name=name,
-        client_config=client_config(persist_consumer_offset_interval_ms=60_000),
+        client_config=client_config(persist_consumer_offset_interval_ms=60_000, **(config or {})),
         handoff="fenced",
         **kw,
     )
     c.subscribe(TOPIC, "*")
     c.register_message_listener(listener)
     return c
+
+
+async def backed_up(
+    cluster: LocalCluster, consumer: PushConsumer, tag: str
+) -> tuple[list[bytes], dict[MessageQueue, ProcessQueue]]:
+    """Start ``consumer`` (made with a blocked listener, one call at a time, a pull threshold of one
+    message), let it take every queue, and send 40 messages: each queue's process queue then
+    holds messages the listener has not been handed. The bodies, and TOPIC's process queues."""
+    await consumer.start()
+    await wait_until(lambda: settled([consumer]), timeout=15, message="it holds every queue")
+    bodies = [f"{tag}-{i}".encode() for i in range(40)]
+    async with Producer("conn-producer", cluster.namesrv_addr) as producer:
+        for body in bodies:
+            await producer.send(Message(TOPIC, body))
+    impl = consumer._impl.rebalance_impl
+    assert impl is not None
+    table = {mq: pq for mq, pq in impl.process_queue_table.items() if mq.topic == TOPIC}
+    await wait_until(
+        lambda: all(pq.msg_count > 0 for pq in table.values()),
+        timeout=10,
+        message="every queue has messages waiting for the listener",
+    )
+    return bodies, table
 
 
 def grants_at(cluster: LocalCluster, broker: str) -> dict[MessageQueue, tuple[str, int]]:
@@ -695,21 +722,8 @@ async def test_a_fenced_consumer_drops_at_once_the_queues_its_reopened_channel_d
 
     # A listener call at a time, one message per queue in the process queue before pulls stop.
     solo = fenced_consumer(cluster, "solo", busy, consume_thread_max=1, pull_threshold_for_queue=1)
-    bodies = [f"lost-{i}".encode() for i in range(40)]
     try:
-        await solo.start()
-        await wait_until(lambda: settled([solo]), timeout=15, message="solo holds every queue")
-        async with Producer("conn-producer", cluster.namesrv_addr) as producer:
-            for body in bodies:
-                await producer.send(Message(TOPIC, body))
-        impl = solo._impl.rebalance_impl
-        assert impl is not None
-        table = {mq: pq for mq, pq in impl.process_queue_table.items() if mq.topic == TOPIC}
-        await wait_until(
-            lambda: all(pq.msg_count > 0 for pq in table.values()),
-            timeout=10,
-            message="every queue has messages waiting for the listener",
-        )
+        bodies, table = await backed_up(cluster, solo, "lost")
         before = grants_at(cluster, "broker-a")
         on_a = {mq: pq for mq, pq in table.items() if mq.broker_name == "broker-a"}
         on_b = {mq: pq for mq, pq in table.items() if mq.broker_name == "broker-b"}
@@ -754,37 +768,14 @@ async def test_a_fenced_consumer_hands_no_message_of_a_broker_to_its_listener_wh
         await gate.wait()
         return await consume(msgs, ctx)
 
-    solo = PushConsumer(
-        GROUP,
-        cluster.namesrv_addr,
-        instance_name="solo",
-        # The reopen comes 1 to 2 s after the stream's end.
-        client_config=client_config(
-            channel_reconnect_delay_ms=2_000,
-            channel_reconnect_max_delay_ms=2_000,
-            persist_consumer_offset_interval_ms=60_000,
-        ),
-        handoff="fenced",
-        consume_thread_max=1,
-        pull_threshold_for_queue=1,
+    # The reopen comes 1 to 2 s after the stream's end.
+    delay = {"channel_reconnect_delay_ms": 2_000, "channel_reconnect_max_delay_ms": 2_000}
+    solo = fenced_consumer(
+        cluster, "solo", busy, delay, consume_thread_max=1, pull_threshold_for_queue=1
     )
-    solo.subscribe(TOPIC, "*")
-    solo.register_message_listener(busy)
-    bodies = [f"held-{i}".encode() for i in range(40)]
     try:
-        await solo.start()
-        await wait_until(lambda: settled([solo]), timeout=15, message="solo holds every queue")
-        async with Producer("conn-producer", cluster.namesrv_addr) as producer:
-            for body in bodies:
-                await producer.send(Message(TOPIC, body))
-        impl = solo._impl.rebalance_impl
-        assert impl is not None
-        table = {mq: pq for mq, pq in impl.process_queue_table.items() if mq.topic == TOPIC}
-        await wait_until(
-            lambda: all(pq.msg_count > 0 for pq in table.values()) and len(calls) == 1,
-            timeout=10,
-            message="every queue has messages waiting, one batch in the listener",
-        )
+        bodies, table = await backed_up(cluster, solo, "held")
+        await wait_until(lambda: len(calls) == 1, message="one batch in the listener")
         broker = cluster.broker("broker-a")
         channel = channel_to(cluster, solo, "broker-a")
         [closed] = [c for c in broker.client.channels.values() if c.client_id == solo.client_id]
