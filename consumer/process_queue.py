@@ -116,9 +116,7 @@ class ProcessQueue:
         self.try_unlock_times = 0
         self.msg_acc_cnt = 0
         self._dropped = False
-        # Fenced handoff: our channel to the queue's broker ended, and its grant is not known to
-        # be ours until the new channel lists it: no message of it goes to the listener.
-        self.suspended = False
+        # Clear while suspended (``suspend``); set again by ``resume`` or a drop.
         self._resumed = asyncio.Event()
         self._resumed.set()
         self.consume_lock = asyncio.Lock()
@@ -149,14 +147,18 @@ class ProcessQueue:
         if value:
             self._resumed.set()  # batches held back by ``suspend`` end, seeing it dropped
 
+    @property
+    def suspended(self) -> bool:
+        """Fenced: our channel to the queue's broker ended, and its grant is not known to be
+        ours until the new channel lists it: no batch of it goes to the listener."""
+        return not self._resumed.is_set()
+
     def suspend(self) -> None:
-        """Hold back every batch not handed to the listener yet, until ``resume``."""
-        self.suspended = True
+        """Hold back every batch not handed to the listener yet, until ``resume`` or a drop."""
         self._resumed.clear()
 
     def resume(self) -> None:
         """Let the batches held back by ``suspend`` go on."""
-        self.suspended = False
         self._resumed.set()
 
     async def wait_resumed(self) -> None:
