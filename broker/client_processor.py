@@ -98,7 +98,7 @@ class _HeldAcquire:
     """An acquire waiting for queues held by others (``acquire_queues_waiting``)."""
 
     client_id: str
-    channel_id: str
+    channel_id: str  # the request's, or the channel that replaced it since (``_follow``)
     waiting: set[MessageQueue]
     deadline: float = 0.0  # the loop time its answer is due
     denied: frozenset[MessageQueue] = frozenset()  # what it waits for, from the start
@@ -210,6 +210,7 @@ class ClientManageProcessor:
             # close, when the keepalive finds it, gives none of them away.
             previous.replaced_by = channel_id
             moved += self.grants.supersede(request.client_id, previous.channel_id, channel_id)
+            self._follow(previous.channel_id, channel_id)
         if moved:
             self._persist_grants_soon()
         log.info(
@@ -227,6 +228,16 @@ class ClientManageProcessor:
             client_id=request.client_id,
         )
         return channel
+
+    def _follow(self, old_channel_id: str, channel_id: str) -> None:
+        """The acquires of ``old_channel_id`` still waiting go on for ``channel_id``, which
+        replaced it: a queue let go is granted to the channel that lives on (granted to the
+        old one, it would go with that channel's late close, and the client, asking again on
+        its new channel, would be denied its own queue until then)."""
+        for waiting in self._held_acquires.values():
+            for held in waiting:
+                if held.channel_id == old_channel_id:
+                    held.channel_id = channel_id
 
     def held_grants(self, channel: Channel) -> list[broker_pb2.HeldGrant]:
         """The grants ``channel`` holds (ChannelOpened lists them), every group."""
@@ -567,13 +578,19 @@ class ClientManageProcessor:
         request: broker_pb2.AcquireQueuesRequest,
         mq: MessageQueue,
         epoch: int,
+        channel_id: str = "",
     ) -> None:
-        """A grant of the answer: the epoch, where to start, and whether it is watched."""
+        """A grant of the answer: the epoch, where to start, and whether it is watched (for
+        ``channel_id``, the channel holding it, when not the request's)."""
         committed = self.offsets.query_offset(request.consumer_group, mq.topic, mq.queue_id)
         # Nothing to pull after the committed offset: watched, not pulled (a join at 1,000
         # consumers otherwise starts 3,600 pulls that each wait 15 s for nothing).
         watching = request.watch and self._watch(
-            request.consumer_group, request.channel_id, mq.topic, mq.queue_id, committed
+            request.consumer_group,
+            channel_id or request.channel_id,
+            mq.topic,
+            mq.queue_id,
+            committed,
         )
         response.granted.add(
             message_queue=mq.to_proto(), epoch=epoch, committed_offset=committed, watching=watching
@@ -645,14 +662,15 @@ class ClientManageProcessor:
         finally:
             self.unhold(request.consumer_group, held)
         # The channel closed meanwhile: what it was granted went with it (``_channel_gone``),
-        # and nothing is granted; the releases that rode along were done, and say so.
-        if held.ended or request.channel_id not in self.channels:
+        # and nothing is granted; the releases that rode along were done, and say so. (Its
+        # channel: the request's, or the one that replaced it since: ``_follow``.)
+        if held.ended or held.channel_id not in self.channels:
             return broker_pb2.AcquireQueuesResponse(released=response.released)
         answer = broker_pb2.AcquireQueuesResponse(
             granted=response.granted, released=response.released
         )
         for mq, epoch in held.handed:
-            self._add_grant(answer, request, mq, epoch)
+            self._add_grant(answer, request, mq, epoch, held.channel_id)
         # Still held (every let-go of a queue we wait for hands it to a waiting acquire, so none
         # is free here; nor one a later acquire of this channel took over): denied, naming the
         # holder now.

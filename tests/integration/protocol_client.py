@@ -110,10 +110,16 @@ class ProtocolClient:
         self._closed = False
 
     # ---- the channel -----------------------------------------------------------------------
-    async def open(self, timeout: float = 5.0) -> str:
-        """OpenChannel and read ChannelOpened; the channel id."""
+    async def open(self, timeout: float = 5.0, *, previous_channel_id: str = "") -> str:
+        """OpenChannel (in place of ``previous_channel_id``, if given) and read ChannelOpened;
+        the channel id."""
         self._call = self.stub.OpenChannel(
-            broker_pb2.OpenChannelRequest(client_id=self.client_id, language="PYTHON", version=1)
+            broker_pb2.OpenChannelRequest(
+                client_id=self.client_id,
+                language="PYTHON",
+                version=1,
+                previous_channel_id=previous_channel_id,
+            )
         )
         first = await asyncio.wait_for(self._call.read(), timeout)
         assert first is not grpc.aio.EOF, "OpenChannel ended before ChannelOpened"

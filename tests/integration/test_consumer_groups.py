@@ -769,6 +769,33 @@ async def test_a_holder_that_goes_away_hands_its_queue_to_the_waiting_acquire(
         assert [g.message_queue for g in answer.granted] == [q2]
 
 
+async def test_an_acquire_waiting_on_a_replaced_channel_is_granted_to_the_new_one(
+    tmp_path: Path,
+) -> None:
+    """A client reopens its channel while an acquire of its old one waits (the broker has not
+    seen the old one end): the queue let go is granted to the new channel, so the client
+    asking again there holds it with the same epoch, and the old channel's late close takes
+    nothing away."""
+    async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
+        holder, old = await cs.join("holder"), await cs.join("w")
+        queue = mq(TOPIC, 1)
+        (given,) = (await holder.acquire(G, [queue])).granted
+        waiting = asyncio.ensure_future(old.acquire(G, [queue], wait_ms=1_500))
+        await asyncio.sleep(0.2)
+        new = await cs.new("w")  # the same client id, its own connection
+        await new.open(previous_channel_id=old.channel_id)
+        await holder.release(G, queue, given.epoch)
+        (granted,) = (await asyncio.wait_for(waiting, 1.2)).granted
+        assert granted.epoch == given.epoch + 1
+        (again,) = (await new.acquire(G, [queue])).granted  # not denied: it is the new channel's
+        assert again.epoch == granted.epoch
+        old.cut()
+        await old.ended.wait()
+        await asyncio.sleep(0.2)  # the broker runs the old channel's close
+        (denied,) = (await holder.acquire(G, [queue])).denied
+        assert denied.holder_client_id == new.client_id and denied.epoch == granted.epoch
+
+
 async def test_an_acquire_whose_wait_runs_out_is_denied(tmp_path: Path) -> None:
     async with one_broker(tmp_path) as cluster, clients(cluster) as cs:
         holder = await cs.join("holder")
