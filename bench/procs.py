@@ -76,6 +76,8 @@ class ProcessCluster:
         self.conns = BrokerConnections()
         # (broker name, wall-clock ms) of every kill_broker: what a checker attributes to it.
         self.kills: list[tuple[str, int]] = []
+        # (broker name, wall-clock ms stopped, ms resumed) of every pause_broker.
+        self.pauses: list[tuple[str, int, int]] = []
 
     def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
         bin_dir = Path(sys.executable).parent
@@ -148,6 +150,19 @@ class ProcessCluster:
         self.kills.append((name, int(time.time() * 1000)))
         proc.send_signal(signal.SIGKILL)
         await asyncio.to_thread(proc.wait, 10)
+
+    async def pause_broker(self, name: str, seconds: float) -> None:
+        """SIGSTOP for ``seconds``, then SIGCONT: a broker that stalls (a VM's pause, a long
+        GC) while its clients go on; its connections go silent, and a client's keepalive ends
+        its channel before the broker hears of it."""
+        proc = self.brokers[name]
+        start = int(time.time() * 1000)
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            proc.send_signal(signal.SIGCONT)
+            self.pauses.append((name, start, int(time.time() * 1000)))
 
     async def restart_broker(self, name: str) -> None:
         """Start ``name`` again on its port and store, and wait until it is registered."""

@@ -43,11 +43,14 @@ log = get_logger("aiorocketmq.protocol.rpc")
 # mqClientApiTimeout: most metadata RPCs get 3 s.
 DEFAULT_RPC_TIMEOUT = 3.0
 
-# Keepalive lets both sides notice a dead peer (a half-open TCP connection) in seconds rather
-# than at the 120 s channel expiry, like Netty's idle handler in RocketMQ.
+# Keepalive lets both sides notice a dead peer (a half-open TCP connection, a stopped process)
+# in seconds rather than at the 120 s channel expiry, like Netty's idle handler in RocketMQ.
+# gRPC closes a transport whose ping goes unanswered only after ``grpc.http2.ping_timeout_ms``
+# (a minute by default), whatever ``keepalive_timeout_ms`` says: both are set.
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.http2.ping_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -65,6 +68,7 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.http2.ping_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
     ("grpc.http2.max_ping_strikes", 0),

@@ -848,3 +848,35 @@ async def test_a_reopened_channel_takes_over_the_grants_of_one_the_broker_has_no
     assert [r for r in mine[:shut] if r["event"] == "queue_dropped"] == []
     [closed] = [r for r in mine if r["event"] == "channel_closed" and r["channel_id"] == old_id]
     assert closed["replaced_by"] == new_id
+
+
+@pytest.mark.process
+@pytest.mark.timeout(120)
+async def test_a_broker_that_stalls_is_left_and_its_channel_reopened_when_it_answers(
+    tmp_path: Path,
+) -> None:
+    """A broker process stopped (SIGSTOP: its connections stay open, nothing answers) is
+    found dead by the keepalive within its time and timeout (10 s + 5 s): the consumer's
+    channel ends, and reopens once the broker runs again. gRPC waits a minute for a ping's
+    answer unless told otherwise (``grpc.http2.ping_timeout_ms``): the keepalive's own timeout
+    alone did not end a channel to a broker stopped for 45 s."""
+    from bench.procs import ProcessCluster
+
+    async with ProcessCluster(tmp_path / "cluster", brokers=1) as cluster:
+        await cluster.create_topic(TOPIC, 2)
+        consumer = PushConsumer(GROUP, cluster.namesrv_addr, handoff="fenced")
+        consumer.subscribe(TOPIC, "*")
+        consumer.register_message_listener(Received().listener("c"))
+        await consumer.start()
+        try:
+            (channel,) = client_of(consumer).channels.values()
+            await wait_until(lambda: channel.channel_id is not None, timeout=10)
+            first = channel.channel_id
+            stall = asyncio.ensure_future(cluster.pause_broker(cluster.broker_names[0], 20))
+            await wait_until(lambda: channel.channel_id is None, timeout=19)
+            assert not stall.done()  # found while the broker was still stopped
+            await stall
+            await wait_until(lambda: channel.channel_id not in (None, first), timeout=15)
+            assert channel.opened_count == 2
+        finally:
+            await consumer.shutdown()
