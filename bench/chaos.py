@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,13 @@ STEP_KINDS = (
     "restart_namesrv",
     "notify_off",
     "join_racing_send",
+    "pause_broker",
 )
 # How often each kind is drawn; the constraints in make_schedule come first.
+# A broker paused (SIGSTOP) longer than the keepalive's detection (10 s + 5 s: protocol.rpc):
+# its clients end their channels and reopen them when it is back, and it hears of the old ones'
+# ends only then, before or after the new ones open.
+PAUSE_BROKER_MS = (16_000, 20_000)
 _WEIGHTS = {
     "join": 4,
     "leave": 3,
@@ -72,6 +78,7 @@ _WEIGHTS = {
     "restart_namesrv": 1,
     "notify_off": 1,
     "join_racing_send": 2,
+    "pause_broker": 1,
 }
 BROKERS = ("broker-a", "broker-b", "broker-c")
 QUEUES = 4  # per broker
@@ -109,12 +116,13 @@ def make_schedule(seed: int, handoff: str = "classic", steps: int = 8) -> Schedu
     """The schedule of ``seed``: a pure function (``random.Random(seed)``, nothing else).
 
     Constraints: at least one consumer is always left running (a leave or kill needs two), at
-    most ``MAX_CONSUMERS`` run at once, one broker kill, one name-server restart and one
-    notify-off per schedule, and every fault kind drawn at least once across a few seeds.
+    most ``MAX_CONSUMERS`` run at once, one broker kill, one broker pause, one name-server
+    restart and one notify-off per schedule, and every fault kind drawn at least once across a
+    few seeds.
     """
     rng = random.Random(seed)
     live = 1  # the first consumer is started before the schedule
-    once = {"kill_broker", "restart_namesrv", "notify_off"}
+    once = {"kill_broker", "restart_namesrv", "notify_off", "pause_broker"}
     used: set[str] = set()
     out: list[Step] = []
     for index in range(steps):
@@ -134,6 +142,9 @@ def make_schedule(seed: int, handoff: str = "classic", steps: int = 8) -> Schedu
         duration = 0
         if kind == "kill_broker":
             target = rng.choice(BROKERS)
+        elif kind == "pause_broker":
+            target = rng.choice(BROKERS)
+            duration = rng.randint(*PAUSE_BROKER_MS)
         elif kind in ("leave", "kill_consumer"):
             target = str(rng.randrange(live))
             live -= 1
@@ -253,13 +264,18 @@ class _Sender:
 
 
 def duplicate_causes(
-    report: TraceReport, records: list[dict[str, Any]], broker_kills: list[tuple[str, int]]
+    report: TraceReport,
+    records: list[dict[str, Any]],
+    broker_kills: list[tuple[str, int]],
+    broker_pauses: Sequence[tuple[str, int, int]] = (),
 ) -> dict[str, int]:
     """Deliveries beyond the first, by cause: ``crash`` (a consumer killed, as the checker
     says), ``broker_crash`` (pulled before its broker's kill -9 and consumed again after it:
     the offsets committed since the broker's last flush were lost with it; the first pull
     counts, since a message pulled before the kill may be consumed from the client's buffer
-    after it) and ``graceful`` (the rest)."""
+    after it), ``broker_pause`` (pulled before its broker's pause ended and consumed again
+    after it began: a batch in a listener when its channel ended, whose queue the broker gave
+    away when it heard of that end) and ``graceful`` (the rest)."""
     times: dict[str, list[int]] = {}
     pulls: dict[str, list[tuple[int, int, int]]] = {}
     for r in records:
@@ -284,20 +300,30 @@ def duplicate_causes(
             causes["crash"] += extra
         elif ts and any(b == broker and first_seen(key, ts) < t <= ts[-1] for b, t in broker_kills):
             causes["broker_crash"] += extra
+        elif ts and any(
+            b == broker and first_seen(key, ts) < end and start <= ts[-1]
+            for b, start, end in broker_pauses
+        ):
+            causes["broker_pause"] += extra
         else:
             causes["graceful"] += extra
     return dict(causes)
 
 
 def graceful_duplicates(
-    report: TraceReport, records: list[dict[str, Any]], broker_kills: list[tuple[str, int]]
+    report: TraceReport,
+    records: list[dict[str, Any]],
+    broker_kills: list[tuple[str, int]],
+    broker_pauses: Sequence[tuple[str, int, int]] = (),
 ) -> list[str]:
-    """The message keys ``duplicate_causes`` counts to no crash (``graceful``)."""
+    """The message keys ``duplicate_causes`` counts to no fault (``graceful``)."""
     return [
         key
         for key, clients in report.duplicates.items()
         if len(clients) > 1
-        and duplicate_causes(_only(report, key), records, broker_kills).get("graceful")
+        and duplicate_causes(_only(report, key), records, broker_kills, broker_pauses).get(
+            "graceful"
+        )
     ]
 
 
@@ -325,6 +351,7 @@ def duplicate_timeline(
     broker_kills: list[tuple[str, int]],
     steps_at: list[tuple[int, str]],
     *,
+    broker_pauses: Sequence[tuple[str, int, int]] = (),
     before_ms: int = 3000,
     after_ms: int = 1000,
 ) -> list[str]:
@@ -347,6 +374,9 @@ def duplicate_timeline(
     lo, hi = t0 - before_ms, max(r["ts"] for r in consumed) + after_ms
     lines: list[tuple[int, str]] = [(t, f"step {kind}") for t, kind in steps_at if lo <= t <= hi]
     lines += [(t, f"kill -9 {b}") for b, t in broker_kills if lo <= t <= hi]
+    for b, start, end in broker_pauses:
+        lines += [(t, f"{what} {b}") for t, what in ((start, "SIGSTOP"), (end, "SIGCONT"))]
+    lines = [(t, text) for t, text in lines if lo <= t <= hi]
     for r in mine:
         if not lo <= r["ts"] <= hi:
             continue
@@ -474,6 +504,9 @@ async def run_schedule(
                         await cluster.kill_broker(step.target)
                         await asyncio.sleep(0.3)
                         await cluster.restart_broker(step.target)
+                elif step.kind == "pause_broker":
+                    async with cluster_faults:
+                        await cluster.pause_broker(step.target, step.duration_ms / 1000)
                 elif step.kind == "restart_namesrv":
                     async with cluster_faults:
                         await cluster.restart_namesrv()
@@ -532,10 +565,12 @@ async def run_schedule(
             }
         result.lost = [k for k in report.never_consumed if k not in oneway]
         # Every kill counts, this schedule's or another's running beside it on the cluster.
-        result.duplicates = duplicate_causes(report, records, cluster.kills)
+        result.duplicates = duplicate_causes(report, records, cluster.kills, cluster.pauses)
         if schedule.handoff == "fenced" and result.duplicates.get("graceful"):
-            for key in graceful_duplicates(report, records, cluster.kills)[:3]:
-                result.explained += duplicate_timeline(key, records, cluster.kills, result.steps_at)
+            for key in graceful_duplicates(report, records, cluster.kills, cluster.pauses)[:3]:
+                result.explained += duplicate_timeline(
+                    key, records, cluster.kills, result.steps_at, broker_pauses=cluster.pauses
+                )
         result.double_ownership_ms = report.total_double_ownership_ms
     finally:
         stop.set()
@@ -563,7 +598,7 @@ def format_table(results: list[RunResult]) -> str:
             f"{handoff:8} {len(rs):9d} {sum(len(r.schedule.steps) for r in rs):6d} "
             f"{sum(r.sent for r in rs):9d} {sum(len(r.lost) for r in rs):5d} "
             f"{sum(r.duplicates.get('crash', 0) for r in rs):9d} "
-            f"{sum(r.duplicates.get('broker_crash', 0) for r in rs):10d} "
+            f"{sum(r.duplicates.get('broker_crash', 0) + r.duplicates.get('broker_pause', 0) for r in rs):10d} "
             f"{sum(r.duplicates.get('graceful', 0) for r in rs):9d} "
             f"{sum(r.double_ownership_ms for r in rs):9d} "
             f"{percentile(conv, 50) / 1000:8.1f}s {percentile(conv, 99) / 1000:8.1f}s"
