@@ -16,6 +16,7 @@ caused it); messages sent but never consumed.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Iterable
@@ -141,16 +142,21 @@ def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:
 
     A graceful leave is recorded by the consumer (``consumer_shutdown``) or by the broker
     (``client_unregistered``); a channel that closes while still in groups without either is a
-    crash.
+    crash, unless the client opened a channel after it: then it lived on, and the broker had
+    closed a live client's channel (its keepalive found the connection silent).
     """
     graceful: set[str] = set()
-    crashed_at: dict[str, int] = {}
+    closed_at: dict[str, int] = {}
+    last_open: dict[str, int] = {}
     for r in records:
         event, cid = r["event"], r.get("client_id", "")
         if event in ("consumer_shutdown", "client_unregistered"):
             graceful.add(cid)
+        elif event == "channel_opened":
+            last_open[cid] = r["ts"]
         elif _gave_grants_away(r) and cid not in graceful and r.get("groups"):
-            crashed_at.setdefault(cid, r["ts"])
+            closed_at.setdefault(cid, r["ts"])
+    crashed_at = {cid: t for cid, t in closed_at.items() if last_open.get(cid, 0) <= t}
     return set(crashed_at), crashed_at
 
 
@@ -196,6 +202,17 @@ def check(
                 if h.client_id == who and h.end is None:
                     h.end = r["ts"]
                     break
+        elif _gave_grants_away(r):
+            # The broker let go of every grant of that channel: its client's holdings of the
+            # broker's queues end here, whatever the client learns later (a fenced consumer
+            # holds them back from the moment its stream ended, and drops them at the reopen).
+            cid, broker = r.get("client_id", ""), r.get("broker", "")
+            for mq, hs in holdings.items():
+                if _broker_of(mq) != broker:
+                    continue
+                for h in hs:
+                    if h.end is None and client_id_of(h.client_id) == cid:
+                        h.end = r["ts"]
         elif event == "consumed":
             consumed_by[f"{r['mq']}@{r['offset']}"].append(holder_of(r))
         elif event == "sent":
@@ -271,6 +288,7 @@ def check(
     return report
 
 
+@functools.lru_cache(maxsize=65_536)
 def _broker_of(mq: str) -> str:
     """``broker-a`` of ``MessageQueue [topic=T, brokerName=broker-a, queueId=0]``."""
     queue = MessageQueue.parse(mq)
