@@ -143,10 +143,11 @@ def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:
     A graceful leave is recorded by the consumer (``consumer_shutdown``) or by the broker
     (``client_unregistered``); a channel that closes while still in groups without either is a
     crash, unless the client opened a channel after it: then it lived on, and the broker had
-    closed a live client's channel (its keepalive found the connection silent).
+    closed a live client's channel (its keepalive found the connection silent). The crash is
+    the first such close after the client's last open.
     """
     graceful: set[str] = set()
-    closed_at: dict[str, int] = {}
+    closes: dict[str, list[int]] = defaultdict(list)
     last_open: dict[str, int] = {}
     for r in records:
         event, cid = r["event"], r.get("client_id", "")
@@ -155,8 +156,12 @@ def _crashed(records: list[dict[str, Any]]) -> tuple[set[str], dict[str, int]]:
         elif event == "channel_opened":
             last_open[cid] = r["ts"]
         elif _gave_grants_away(r) and cid not in graceful and r.get("groups"):
-            closed_at.setdefault(cid, r["ts"])
-    crashed_at = {cid: t for cid, t in closed_at.items() if last_open.get(cid, 0) <= t}
+            closes[cid].append(r["ts"])
+    crashed_at = {}
+    for cid, times in closes.items():
+        final = [t for t in times if t >= last_open.get(cid, 0)]
+        if final:
+            crashed_at[cid] = min(final)
     return set(crashed_at), crashed_at
 
 

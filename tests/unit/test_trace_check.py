@@ -107,6 +107,27 @@ def test_a_live_clients_channel_closed_by_its_broker_ends_only_that_brokers_hold
     assert report.holders_now() == {Q0: ["B"], Q1: ["A"], other: ["A"]}
 
 
+def test_a_client_that_lived_through_one_close_and_was_then_killed_crashed() -> None:
+    """A close the client lived through (it opened a channel after) is no crash, but its kill
+    later is: its holdings at a broker that never recorded a close for it (down then, its
+    grants restored as orphans and expired) end at the kill's first close."""
+    other = "MessageQueue [topic=T, brokerName=c, queueId=0]"
+    report = check(
+        [
+            rec(0, "queue_added", client_id="A", mq=Q0),
+            rec(0, "queue_added", client_id="A", mq=other),
+            rec(10, "channel_closed", client_id="A", broker="b", groups=["g"], replaced_by=""),
+            rec(15, "channel_opened", client_id="A", broker="b"),
+            rec(16, "queue_dropped", client_id="A", mq=Q0),
+            rec(40, "channel_closed", client_id="A", broker="b", groups=["g"], replaced_by=""),
+            rec(50, "queue_added", client_id="B", mq=other),
+        ]
+    )
+    assert report.crashed_clients == {"A"}
+    assert report.holders_now() == {other: ["B"]}
+    assert report.double_ownership_ms == {}
+
+
 def test_a_graceful_leave_is_not_a_crash() -> None:
     report = check(
         [
