@@ -87,24 +87,26 @@ def test_the_close_of_a_channel_its_client_replaced_is_not_a_crash() -> None:
 def test_a_live_clients_channel_closed_by_its_broker_ends_only_that_brokers_holdings() -> None:
     """The broker closed the channel of a client that lived on (its keepalive found the
     connection silent; the client opened a new channel after): not a crash. The broker let go
-    of that channel's grants, so the client's holdings of its queues end at the close (a queue
-    granted to another meanwhile is no double ownership, though the client drops it only at
-    its reopen), and its holdings elsewhere go on."""
+    of that channel's grants, so the client's fenced holdings of its queues end at the close (a
+    queue granted to another meanwhile is no double ownership, though the client drops it only
+    at its reopen), and its holdings elsewhere go on, as do a classic client's (no grant)."""
     other = "MessageQueue [topic=T, brokerName=c, queueId=0]"
     report = check(
         [
-            rec(0, "queue_added", client_id="A", mq=Q0),
-            rec(0, "queue_added", client_id="A", mq=other),
+            rec(0, "queue_acquired", client_id="A", mq=Q0),
+            rec(0, "queue_acquired", client_id="A", mq=other),
+            rec(1, "queue_added", client_id="C", mq=Q1),  # classic: no grant, goes on
             rec(10, "channel_closed", client_id="A", broker="b", groups=["g"], replaced_by=""),
-            rec(12, "queue_added", client_id="B", mq=Q0),
+            rec(10, "channel_closed", client_id="C", broker="b", groups=["g"], replaced_by=""),
+            rec(12, "queue_acquired", client_id="B", mq=Q0),
             rec(15, "channel_opened", client_id="A", broker="b"),
+            rec(15, "channel_opened", client_id="C", broker="b"),
             rec(16, "queue_dropped", client_id="A", mq=Q0),
-            rec(30, "queue_added", client_id="A", mq=Q1),
         ]
     )
     assert report.crashed_clients == set()
     assert report.double_ownership_ms == {}
-    assert report.holders_now() == {Q0: ["B"], Q1: ["A"], other: ["A"]}
+    assert report.holders_now() == {Q0: ["B"], Q1: ["C"], other: ["A"]}
 
 
 def test_a_client_that_lived_through_one_close_and_was_then_killed_crashed() -> None:
