@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,18 +296,26 @@ def duplicate_causes(
         ts = sorted(times.get(key, []))
         queue = MessageQueue.parse(key.rpartition("@")[0])
         broker = "" if queue is None else queue.broker_name
+        seen = (first_seen(key, ts), ts[-1]) if ts else None
         if any(client_id_of(c) in crashed for c in clients):
             causes["crash"] += extra
-        elif ts and any(b == broker and first_seen(key, ts) < t <= ts[-1] for b, t in broker_kills):
+        elif _across(broker, seen, ((b, t, t) for b, t in broker_kills)):
             causes["broker_crash"] += extra
-        elif ts and any(
-            b == broker and first_seen(key, ts) < end and start <= ts[-1]
-            for b, start, end in broker_pauses
-        ):
+        elif _across(broker, seen, broker_pauses):
             causes["broker_pause"] += extra
         else:
             causes["graceful"] += extra
     return dict(causes)
+
+
+def _across(
+    broker: str, seen: tuple[int, int] | None, faults: Iterable[tuple[str, int, int]]
+) -> bool:
+    """Whether a fault of ``broker``, from its start to its end (a kill: one instant), lies
+    between a message's first pull and its last consumption (``seen``)."""
+    return seen is not None and any(
+        b == broker and seen[0] < end and start <= seen[1] for b, start, end in faults
+    )
 
 
 def graceful_duplicates(
@@ -374,9 +382,12 @@ def duplicate_timeline(
     lo, hi = t0 - before_ms, max(r["ts"] for r in consumed) + after_ms
     lines: list[tuple[int, str]] = [(t, f"step {kind}") for t, kind in steps_at if lo <= t <= hi]
     lines += [(t, f"kill -9 {b}") for b, t in broker_kills if lo <= t <= hi]
-    for b, start, end in broker_pauses:
-        lines += [(t, f"{what} {b}") for t, what in ((start, "SIGSTOP"), (end, "SIGCONT"))]
-    lines = [(t, text) for t, text in lines if lo <= t <= hi]
+    lines += [
+        (t, f"{what} {b}")
+        for b, start, end in broker_pauses
+        for t, what in ((start, "SIGSTOP"), (end, "SIGCONT"))
+        if lo <= t <= hi
+    ]
     for r in mine:
         if not lo <= r["ts"] <= hi:
             continue
