@@ -47,6 +47,7 @@ class Holding:
     start: int
     end: int | None = None
     granted: bool = False  # a fenced grant (queue_acquired): the broker's to end
+    epoch: int = 0  # the grant's epoch (fenced; 0: none): a release of another leaves it on
 
 
 @dataclass(slots=True)
@@ -208,12 +209,16 @@ def check(
             mine = [h for h in hs if h.client_id == who and h.end is None]
             if not mine:
                 hs.append(Holding(who, r["ts"], granted=event == "queue_acquired"))
+                mine = hs[-1:]
             elif event == "queue_acquired":
                 mine[0].granted = True
+            mine[0].epoch = r.get("epoch") or mine[0].epoch
         elif event in _LOSSES:
-            who = holder_of(r)
+            # A release names its grant's epoch: one of an earlier grant, sent after the queue
+            # was granted to us again (its drop drained a batch meanwhile), ends nothing.
+            who, epoch = holder_of(r), r.get("epoch") or 0
             for h in reversed(holdings[r["mq"]]):
-                if h.client_id == who and h.end is None:
+                if h.client_id == who and h.end is None and epoch in (0, h.epoch or epoch):
                     h.end = r["ts"]
                     break
         elif _gave_grants_away(r) and len(processes.get(r.get("client_id", ""), ())) <= 1:

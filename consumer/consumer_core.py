@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -327,14 +327,22 @@ class ConsumerCore:
         channel): none of its pulled messages goes to the listener from now on; it is removed
         in a side task."""
         pq.dropped = True
-        self.spawn(self._drop_queue(mq))
+        self.spawn(self._drop_queue(mq, pq))
 
-    async def _drop_queue(self, mq: MessageQueue) -> None:
-        """A fenced queue we no longer hold: removed now, and a pass asked for (it may be ours
-        again, under a new grant)."""
+    async def _drop_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """A fenced queue we no longer hold: ``pq`` removed now (not a process queue that
+        replaced it), and a pass asked for (it may be ours again, under a new grant)."""
         assert self.rebalance_impl is not None and self.client is not None
-        await self.rebalance_impl.remove_process_queue(mq)
+        await self.rebalance_impl.remove_process_queue(mq, pq)
         self.client.rebalance_immediately()
+
+    def is_current(self, mq: MessageQueue, pq: ProcessQueue, epoch: int) -> bool:
+        """Whether a refusal of a request made for ``pq`` under ``epoch`` is about the grant
+        we hold now: ``pq`` is still the queue's, not dropped, and consumed under that epoch.
+        A refusal of a request sent before the queue was dropped and granted to us again
+        arrives late; it says nothing of the new grant."""
+        current = self.rebalance_impl.process_queue_table.get(mq) if self.rebalance_impl else None
+        return current is pq and not pq.dropped and pq.epoch == epoch
 
     async def pull_message(self, request: PullRequest) -> None:
         raise NotImplementedError
@@ -497,21 +505,39 @@ class ConsumerCore:
                     self.offset_store.committed[mq] = committed
         return grants
 
-    async def release_fenced(self, finals: list[tuple[MessageQueue, int]]) -> None:
-        """Release each queue's grant with its final offset, then forget the queue's offset."""
+    async def release_fenced(
+        self,
+        finals: list[tuple[MessageQueue, int]],
+        epochs: Mapping[MessageQueue, int] | None = None,
+    ) -> None:
+        """Release each queue's grant (``epochs``: the one each was consumed under) with its
+        final offset, then forget the queue's offset."""
         assert self.fenced is not None and self.offset_store is not None
-        await self.fenced.release(finals)
+        await self.fenced.release(finals, epochs=epochs)
         self.offset_store.remove_offsets(mq for mq, _ in finals)
 
-    async def on_pull_fenced(self, mq: MessageQueue, error: QueueFenced) -> None:
-        """A pull was refused (fenced handoff): the queue moved on; stop pulling it at once."""
+    async def on_pull_fenced(
+        self, mq: MessageQueue, pq: ProcessQueue, epoch: int, error: QueueFenced
+    ) -> bool:
+        """A pull of ``pq`` under ``epoch`` was refused (fenced handoff): the queue moved on;
+        stop pulling it at once. A late refusal of an earlier grant's pull changes nothing
+        (False)."""
+        if not self.is_current(mq, pq, epoch):
+            log.info(
+                "pull fenced under an earlier grant, ignored",
+                group=self.consumer_group,
+                mq=str(mq),
+                epoch=epoch,
+            )
+            return False
         log.warning(
             "pull fenced, dropping the queue",
             group=self.consumer_group,
             mq=str(mq),
             error=error.message,
         )
-        await self._drop_queue(mq)
+        await self._drop_queue(mq, pq)
+        return True
 
     def record_pull(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int) -> None:
         """The trace's ``pull`` record: what one pull brought, and where the next one starts."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Coroutine, Iterable, Set
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Set
 from typing import Any, Protocol, TypeVar
 
 from aiorocketmq.logs import get_logger
@@ -327,15 +327,21 @@ class FencedHandoff:
         return await self.release_each(by_broker)
 
     async def release(
-        self, finals: list[tuple[MessageQueue, int]], *, ride: bool = True
+        self,
+        finals: list[tuple[MessageQueue, int]],
+        *,
+        ride: bool = True,
+        epochs: Mapping[MessageQueue, int] | None = None,
     ) -> set[MessageQueue]:
         """Release the grants of (queue, final offset); the queues the brokers released.
 
-        Each release presents the grant's epoch; a queue we hold no grant for is skipped.
-        The epochs are forgotten either way: the queues are no longer ours. ``ride``: may go
-        with an acquire to its broker (``pair``); not a release made inside an acquire.
+        Each release presents the grant's epoch (``epochs``: the one each dropped process
+        queue was consumed under; else the one held now); a queue with no grant is skipped.
+        The epochs are forgotten: the queues are no longer ours, unless acquired again under
+        a newer grant meanwhile. ``ride``: may go with an acquire to its broker (``pair``); not
+        a release made inside an acquire.
         """
-        return await self.release_each(self._by_broker(finals), ride=ride)
+        return await self.release_each(self._by_broker(finals, epochs), ride=ride)
 
     async def release_each(
         self, by_broker: dict[str, list[tuple[MessageQueue, int, int]]], *, ride: bool = False
@@ -348,13 +354,19 @@ class FencedHandoff:
         return set().union(*results)
 
     def _by_broker(
-        self, finals: Iterable[tuple[MessageQueue, int]]
+        self,
+        finals: Iterable[tuple[MessageQueue, int]],
+        epochs: Mapping[MessageQueue, int] | None = None,
     ) -> dict[str, list[tuple[MessageQueue, int, int]]]:
-        """(queue, epoch, final offset) of each grant we hold among ``finals``, by broker; the
-        epochs are forgotten (the queues are no longer ours)."""
+        """(queue, epoch, final offset) of each grant among ``finals`` (``epochs``: the grants
+        they were consumed under, else those held now), by broker; each epoch is forgotten if
+        it is still the one held (the queue is no longer ours)."""
         by_broker: dict[str, list[tuple[MessageQueue, int, int]]] = defaultdict(list)
         for mq, final_offset in finals:
-            epoch = self.epochs.pop(mq, 0)
+            held = self.epochs.get(mq, 0)
+            epoch = held if epochs is None else epochs.get(mq, 0)
+            if epoch == held:
+                self.epochs.pop(mq, None)
             if epoch:
                 by_broker[mq.broker_name].append((mq, epoch, final_offset))
         return by_broker

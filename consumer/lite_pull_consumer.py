@@ -859,13 +859,12 @@ class LitePullConsumerImpl(ConsumerCore):
                     suspend_timeout_ms=self.settings.broker_suspend_max_time_ms,
                     timeout_ms=self.settings.consumer_pull_timeout_ms,
                     has_subscription=has_subscription,
-                    epoch=self.rebalance_impl.epochs.get(mq, 0) if self.rebalance_impl else 0,
+                    epoch=pq.epoch,
                     min_nums=self.settings.pull_min_batch_size,
                     max_wait_ms=self.settings.pull_max_wait_ms,
                 )
             except QueueFenced as e:
-                if not pq.dropped:
-                    await self.on_pull_fenced(mq, e)
+                if await self.on_pull_fenced(mq, pq, pq.epoch, e):
                     self._drop_state(mq, record=False)
                 return
             except MQError as e:

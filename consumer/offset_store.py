@@ -133,7 +133,8 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         # Fenced handoff: the epoch to present with each queue's commits (0 = classic), and who
         # to tell when the broker refuses a commit because the queue moved on.
         self.epochs: dict[MessageQueue, int] = {}
-        self.on_fenced: Callable[[MessageQueue], None] | None = None
+        # A commit refused (QUEUE_FENCED): called with the queue and the epoch it presented.
+        self.on_fenced: Callable[[MessageQueue, int], None] | None = None
         # Fenced: a queue without an epoch is not ours (its release is under way, or done), and
         # a commit without one the broker would not fence: it is not sent.
         self.fenced = False
@@ -238,9 +239,10 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         request = broker_pb2.UpdateConsumerOffsetRequest(
             consumer_group=self.group, client_id=self.client_id
         )
+        presented = {mq: self.epochs.get(mq, 0) for mq in entries}
         for mq, offset in sorted(entries.items()):
             request.offsets.add(
-                topic=mq.topic, queue_id=mq.queue_id, offset=offset, epoch=self.epochs.get(mq, 0)
+                topic=mq.topic, queue_id=mq.queue_id, offset=offset, epoch=presented[mq]
             )
         if tracer.wants("offset_commit"):
             tracer.record(
@@ -259,7 +261,8 @@ class RemoteBrokerOffsetStore(_MemoryTable):
                 for mq, offset in entries.items():
                     await self._commit(broker_name, {mq: offset})
             elif self.on_fenced is not None:
-                self.on_fenced(next(iter(entries)))
+                mq = next(iter(entries))
+                self.on_fenced(mq, presented[mq])
         except MQError as e:
             log.warning(
                 "update consumer offset failed",

@@ -126,6 +126,9 @@ class ProcessQueue:
         self._idle.set()
         # Fenced handoff: dropped, but batches in flight still ack until the queue is released.
         self.draining = False
+        # Fenced handoff: the epoch of the grant this queue is consumed under (0: classic). A
+        # refusal or a drop names it, so that one of an earlier grant leaves a newer one alone.
+        self.epoch = 0
 
     def __repr__(self) -> str:
         return (

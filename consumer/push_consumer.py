@@ -343,8 +343,10 @@ class PushConsumerImpl(ConsumerCore):
         return [True] * len(items)
 
     async def _release_fenced(self, items: list[tuple[MessageQueue, ProcessQueue]]) -> None:
-        """Fenced drop: pulls stopped (dropped); let batches in flight ack; release with the offset."""
-        await self.release_fenced(await self._drain_fenced(items))
+        """Fenced drop: pulls stopped (dropped); let batches in flight ack; release with the
+        offset each grant each process queue was consumed under."""
+        epochs = {mq: pq.epoch for mq, pq in items}
+        await self.release_fenced(await self._drain_fenced(items), epochs)
 
     async def _drain_fenced(
         self, items: list[tuple[MessageQueue, ProcessQueue]]
@@ -376,14 +378,22 @@ class PushConsumerImpl(ConsumerCore):
             )
         return finals
 
-    def _on_commit_fenced(self, mq: MessageQueue) -> None:
-        """The broker refused our commit for ``mq``: the queue moved on; drop it now."""
+    def _on_commit_fenced(self, mq: MessageQueue, epoch: int) -> None:
+        """The broker refused our commit for ``mq`` under ``epoch``: the queue moved on; drop
+        it now. A late refusal of a commit made under an earlier grant changes nothing."""
+        pq = self.rebalance_impl.process_queue_table.get(mq) if self.rebalance_impl else None
+        if pq is None or not self.is_current(mq, pq, epoch):
+            log.info(
+                "offset commit fenced under an earlier grant, ignored",
+                group=self.consumer_group,
+                mq=str(mq),
+                epoch=epoch,
+            )
+            return
         log.warning(
             "offset commit fenced, dropping the queue", group=self.consumer_group, mq=str(mq)
         )
-        pq = self.rebalance_impl.process_queue_table.get(mq) if self.rebalance_impl else None
-        if pq is not None:
-            self.lose_queue(mq, pq)
+        self.lose_queue(mq, pq)
 
     async def _try_remove_order_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         assert self.offset_store is not None
@@ -630,8 +640,7 @@ class PushConsumerImpl(ConsumerCore):
                 watch=s.watch_idle_queues,
             )
         except QueueFenced as e:
-            if not pq.dropped:  # else a pull of a queue we already gave away: nothing to do
-                await self.on_pull_fenced(mq, e)
+            await self.on_pull_fenced(mq, pq, request.epoch, e)
             return
         except MQError as e:
             delay = (

@@ -456,11 +456,11 @@ class RebalanceImpl:
             removed = await self.mode.remove_unnecessary_message_queues(drops) if drops else []
             if grants_ahead is not None:
                 self.mode.unpair_releases()  # an acquire no release rode with goes alone
-            for (mq, _), ok in zip(drops, removed, strict=True):
+            for (mq, pq), ok in zip(drops, removed, strict=True):
                 if not ok:
                     continue  # an orderly queue whose unlock failed stays, marked dropped
                 self.process_queue_table.pop(mq, None)
-                self.epochs.pop(mq, None)
+                self._forget_epoch(mq, pq)
                 changed = True
                 self.queues_dropped += 1
                 tracer.record(
@@ -521,6 +521,7 @@ class RebalanceImpl:
                 continue
             pq = self._new_pq()
             pq.locked = True
+            pq.epoch = epoch
             self.process_queue_table[mq] = pq
             if epoch:
                 self.epochs[mq] = epoch
@@ -596,19 +597,34 @@ class RebalanceImpl:
                 "doRebalance, truncateMessageQueueNotMyTopic", group=self.consumer_group, mq=str(mq)
             )
 
-    async def remove_process_queue(self, mq: MessageQueue) -> None:
-        """The OFFSET_ILLEGAL fix: remove the queue now (its next rebalance re-adds it)."""
-        pq = self.process_queue_table.pop(mq, None)
-        if pq is not None:
-            pq.dropped = True
-            tracer.record(
-                "queue_dropped",
-                group=self.consumer_group,
-                client_id=self.client.client_id,
-                mq=str(mq),
-            )
-            await self.mode.remove_unnecessary_message_queue(mq, pq)
-        self.epochs.pop(mq, None)
+    async def remove_process_queue(self, mq: MessageQueue, pq: ProcessQueue | None = None) -> None:
+        """Remove the queue now (its next rebalance re-adds it): the OFFSET_ILLEGAL fix, and a
+        fenced queue no longer ours. ``pq``: only that process queue; one that replaced it
+        since (a new grant) stays."""
+        current = self.process_queue_table.get(mq)
+        if pq is not None and current is not pq:
+            return
+        if current is None:
+            self.epochs.pop(mq, None)
+            return
+        del self.process_queue_table[mq]
+        current.dropped = True
+        tracer.record(
+            "queue_dropped",
+            group=self.consumer_group,
+            client_id=self.client.client_id,
+            mq=str(mq),
+        )
+        await self.mode.remove_unnecessary_message_queue(mq, current)
+        self._forget_epoch(mq, current)
+
+    def _forget_epoch(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """Forget ``pq``'s grant: only if it is still the one held for ``mq``. While its drop
+        awaited the broker, a pass may have acquired the queue again under a new epoch; erased,
+        that grant would be neither committed under nor released, and the broker would keep
+        the queue ours and unconsumed."""
+        if self.epochs.get(mq) == pq.epoch:
+            del self.epochs[mq]
 
     def is_balanced(self) -> bool:
         """Every topic's process queues are exactly its last allocation."""
