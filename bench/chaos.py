@@ -13,7 +13,11 @@ schedule on every machine). It runs against a name server and three brokers as p
 - ``notify_off``: NOTIFY_CONSUMER_IDS_CHANGED switched off on every broker for a while
   (``mqadmin updateBrokerConfig``), so a join or leave meanwhile reaches the group only
   through the periodic rebalance;
-- ``join_racing_send``: a consumer starts while a message is sent at the same moment.
+- ``join_racing_send``: a consumer starts while a message is sent at the same moment;
+- ``pause_broker``: SIGSTOP to one broker for 16-20 s, then SIGCONT (its clients' keepalive
+  ends their channels; it hears of those ends only when it runs again);
+- ``pause_consumer``: SIGSTOP to one consumer for 16-20 s, then SIGCONT (the brokers'
+  keepalive ends its channels and gives its queues to the others; it learns when it runs).
 
 After the last step the run waits for the group to converge (every queue held by exactly
 one live consumer) and for every acknowledged message to be consumed, then the trace checker
@@ -64,12 +68,15 @@ STEP_KINDS = (
     "notify_off",
     "join_racing_send",
     "pause_broker",
+    "pause_consumer",
 )
 # How often each kind is drawn; the constraints in make_schedule come first.
 # A broker paused (SIGSTOP) longer than the keepalive's detection (10 s + 5 s: protocol.rpc):
 # its clients end their channels and reopen them when it is back, and it hears of the old ones'
 # ends only then, before or after the new ones open.
 PAUSE_BROKER_MS = (16_000, 20_000)
+# A consumer paused as long: the brokers' keepalive ends its channels while it is stopped.
+PAUSE_CONSUMER_MS = PAUSE_BROKER_MS
 _WEIGHTS = {
     "join": 4,
     "leave": 3,
@@ -79,6 +86,7 @@ _WEIGHTS = {
     "notify_off": 1,
     "join_racing_send": 2,
     "pause_broker": 1,
+    "pause_consumer": 1,
 }
 BROKERS = ("broker-a", "broker-b", "broker-c")
 QUEUES = 4  # per broker
@@ -94,8 +102,9 @@ class Step:
     index: int
     kind: str
     pause_ms: int
-    target: str = ""  # a broker name for kill_broker; which consumer for leave/kill (by rank)
-    duration_ms: int = 0  # notify_off: how long notifications stay off
+    # A broker name (kill_broker, pause_broker); which consumer, by rank (leave, kill, pause).
+    target: str = ""
+    duration_ms: int = 0  # notify_off: how long notifications stay off; a pause: how long
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +124,14 @@ class Schedule:
 def make_schedule(seed: int, handoff: str = "classic", steps: int = 8) -> Schedule:
     """The schedule of ``seed``: a pure function (``random.Random(seed)``, nothing else).
 
-    Constraints: at least one consumer is always left running (a leave or kill needs two), at
-    most ``MAX_CONSUMERS`` run at once, one broker kill, one broker pause, one name-server
-    restart and one notify-off per schedule, and every fault kind drawn at least once across a
-    few seeds.
+    Constraints: at least one consumer is always left running (a leave or kill needs two, and
+    so does a consumer's pause: another takes its queues), at most ``MAX_CONSUMERS`` run at
+    once, one broker kill, one pause of each kind, one name-server restart and one notify-off
+    per schedule, and every fault kind drawn at least once across a few seeds.
     """
     rng = random.Random(seed)
     live = 1  # the first consumer is started before the schedule
-    once = {"kill_broker", "restart_namesrv", "notify_off", "pause_broker"}
+    once = {"kill_broker", "restart_namesrv", "notify_off", "pause_broker", "pause_consumer"}
     used: set[str] = set()
     out: list[Step] = []
     for index in range(steps):
@@ -130,7 +139,7 @@ def make_schedule(seed: int, handoff: str = "classic", steps: int = 8) -> Schedu
         for kind, weight in _WEIGHTS.items():
             if kind in once and kind in used:
                 continue
-            if kind in ("leave", "kill_consumer") and live < 2:
+            if kind in ("leave", "kill_consumer", "pause_consumer") and live < 2:
                 continue
             if kind in ("join", "join_racing_send") and live >= MAX_CONSUMERS:
                 continue
@@ -148,6 +157,9 @@ def make_schedule(seed: int, handoff: str = "classic", steps: int = 8) -> Schedu
         elif kind in ("leave", "kill_consumer"):
             target = str(rng.randrange(live))
             live -= 1
+        elif kind == "pause_consumer":
+            target = str(rng.randrange(live))
+            duration = rng.randint(*PAUSE_CONSUMER_MS)
         elif kind in ("join", "join_racing_send"):
             live += 1
         elif kind == "notify_off":
@@ -268,6 +280,7 @@ def duplicate_causes(
     records: list[dict[str, Any]],
     broker_kills: list[tuple[str, int]],
     broker_pauses: Sequence[tuple[str, int, int]] = (),
+    consumer_pauses: Sequence[tuple[str, int, int]] = (),
 ) -> dict[str, int]:
     """Deliveries beyond the first, by cause: ``crash`` (a consumer killed, as the checker
     says), ``broker_crash`` (pulled before its broker's kill -9 and consumed again after it:
@@ -275,7 +288,9 @@ def duplicate_causes(
     counts, since a message pulled before the kill may be consumed from the client's buffer
     after it), ``broker_pause`` (pulled before its broker's pause ended and consumed again
     after it began: a batch in a listener when its channel ended, whose queue the broker gave
-    away when it heard of that end) and ``graceful`` (the rest)."""
+    away when it heard of that end), ``consumer_pause`` (the same across the pause of a
+    consumer that consumed it, given by client id: a batch in its listener when it stopped,
+    whose queue the broker gave away while it was stopped) and ``graceful`` (the rest)."""
     times: dict[str, list[int]] = {}
     pulls: dict[str, list[tuple[int, int, int]]] = {}
     for r in records:
@@ -303,18 +318,21 @@ def duplicate_causes(
             causes["broker_crash"] += extra
         elif _across(broker, seen, broker_pauses):
             causes["broker_pause"] += extra
+        elif any(_across(client_id_of(c), seen, consumer_pauses) for c in clients):
+            causes["consumer_pause"] += extra
         else:
             causes["graceful"] += extra
     return dict(causes)
 
 
 def _across(
-    broker: str, seen: tuple[int, int] | None, faults: Iterable[tuple[str, int, int]]
+    where: str, seen: tuple[int, int] | None, faults: Iterable[tuple[str, int, int]]
 ) -> bool:
-    """Whether a fault of ``broker``, from its start to its end (a kill: one instant), lies
-    between a message's first pull and its last consumption (``seen``)."""
+    """Whether a fault of ``where`` (a broker, a consumer's client id), from its start to its
+    end (a kill: one instant), lies between a message's first pull and its last consumption
+    (``seen``)."""
     return seen is not None and any(
-        b == broker and seen[0] < end and start <= seen[1] for b, start, end in faults
+        w == where and seen[0] < end and start <= seen[1] for w, start, end in faults
     )
 
 
@@ -323,15 +341,16 @@ def graceful_duplicates(
     records: list[dict[str, Any]],
     broker_kills: list[tuple[str, int]],
     broker_pauses: Sequence[tuple[str, int, int]] = (),
+    consumer_pauses: Sequence[tuple[str, int, int]] = (),
 ) -> list[str]:
     """The message keys ``duplicate_causes`` counts to no fault (``graceful``)."""
     return [
         key
         for key, clients in report.duplicates.items()
         if len(clients) > 1
-        and duplicate_causes(_only(report, key), records, broker_kills, broker_pauses).get(
-            "graceful"
-        )
+        and duplicate_causes(
+            _only(report, key), records, broker_kills, broker_pauses, consumer_pauses
+        ).get("graceful")
     ]
 
 
@@ -360,11 +379,12 @@ def duplicate_timeline(
     steps_at: list[tuple[int, str]],
     *,
     broker_pauses: Sequence[tuple[str, int, int]] = (),
+    consumer_pauses: Sequence[tuple[str, int, int]] = (),
     before_ms: int = 3000,
     after_ms: int = 1000,
 ) -> list[str]:
-    """What happened around one duplicated message, for a failure's report: the steps and
-    broker kills, its queue's holdings and commits, the pulls that carried it and its
+    """What happened around one duplicated message, for a failure's report: the steps,
+    broker kills and pauses, its queue's holdings and commits, the pulls that carried it and its
     consumptions, from ``before_ms`` before its first pull to ``after_ms`` after its last
     consumption (times relative to the first pull)."""
     mq, _, off = key.rpartition("@")
@@ -384,7 +404,7 @@ def duplicate_timeline(
     lines += [(t, f"kill -9 {b}") for b, t in broker_kills if lo <= t <= hi]
     lines += [
         (t, f"{what} {b}")
-        for b, start, end in broker_pauses
+        for b, start, end in [*broker_pauses, *consumer_pauses]
         for t, what in ((start, "SIGSTOP"), (end, "SIGCONT"))
         if lo <= t <= hi
     ]
@@ -464,6 +484,7 @@ async def run_schedule(
     rng = random.Random(schedule.seed)
     stop = asyncio.Event()
     counter = 0
+    consumer_pauses: list[tuple[str, int, int]] = []  # (client id, SIGSTOP, SIGCONT), ms
 
     def consumer_process(name: str) -> ConsumerProcess:
         return ConsumerProcess(
@@ -518,6 +539,10 @@ async def run_schedule(
                 elif step.kind == "pause_broker":
                     async with cluster_faults:
                         await cluster.pause_broker(step.target, step.duration_ms / 1000)
+                elif step.kind == "pause_consumer":
+                    paused = consumers[int(step.target) % len(consumers)]
+                    start, end = await paused.pause(step.duration_ms / 1000)
+                    consumer_pauses.append((paused.client_id, start, end))
                 elif step.kind == "restart_namesrv":
                     async with cluster_faults:
                         await cluster.restart_namesrv()
@@ -576,11 +601,17 @@ async def run_schedule(
             }
         result.lost = [k for k in report.never_consumed if k not in oneway]
         # Every kill counts, this schedule's or another's running beside it on the cluster.
-        result.duplicates = duplicate_causes(report, records, cluster.kills, cluster.pauses)
+        faults = (cluster.kills, cluster.pauses, consumer_pauses)
+        result.duplicates = duplicate_causes(report, records, *faults)
         if schedule.handoff == "fenced" and result.duplicates.get("graceful"):
-            for key in graceful_duplicates(report, records, cluster.kills, cluster.pauses)[:3]:
+            for key in graceful_duplicates(report, records, *faults)[:3]:
                 result.explained += duplicate_timeline(
-                    key, records, cluster.kills, result.steps_at, broker_pauses=cluster.pauses
+                    key,
+                    records,
+                    cluster.kills,
+                    result.steps_at,
+                    broker_pauses=cluster.pauses,
+                    consumer_pauses=consumer_pauses,
                 )
         result.double_ownership_ms = report.total_double_ownership_ms
     finally:
@@ -597,7 +628,8 @@ def format_table(results: list[RunResult]) -> str:
     """The summary: schedules, steps, messages, lost, duplicates by cause, convergence."""
     lines = [
         f"{'handoff':8} {'schedules':>9} {'steps':>6} {'messages':>9} {'lost':>5} "
-        f"{'dup crash':>9} {'dup broker':>10} {'dup other':>9} {'double ms':>9} "
+        f"{'dup crash':>9} {'dup broker':>10} {'dup paused':>10} {'dup other':>9} "
+        f"{'double ms':>9} "
         f"{'conv p50':>9} {'conv p99':>9}"
     ]
     for handoff in ("classic", "fenced"):
@@ -610,6 +642,7 @@ def format_table(results: list[RunResult]) -> str:
             f"{sum(r.sent for r in rs):9d} {sum(len(r.lost) for r in rs):5d} "
             f"{sum(r.duplicates.get('crash', 0) for r in rs):9d} "
             f"{sum(r.duplicates.get('broker_crash', 0) + r.duplicates.get('broker_pause', 0) for r in rs):10d} "
+            f"{sum(r.duplicates.get('consumer_pause', 0) for r in rs):10d} "
             f"{sum(r.duplicates.get('graceful', 0) for r in rs):9d} "
             f"{sum(r.double_ownership_ms for r in rs):9d} "
             f"{percentile(conv, 50) / 1000:8.1f}s {percentile(conv, 99) / 1000:8.1f}s"

@@ -313,6 +313,17 @@ class ConsumerProcess:
         await asyncio.to_thread(self.proc.wait, 10)
         self._stderr.close()
 
+    async def pause(self, seconds: float) -> tuple[int, int]:
+        """SIGSTOP for ``seconds``, then SIGCONT: a consumer that stalls (a VM's pause, a long
+        GC) and is taken for gone; when and until when (ms), for a duplicate's cause."""
+        start = int(time.time() * 1000)
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+        return start, int(time.time() * 1000)
+
     async def stop(self) -> int:
         """SIGTERM and wait without blocking the loop (brokers in this process must answer)."""
         if self.proc.poll() is None:
