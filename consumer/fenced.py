@@ -10,7 +10,8 @@ an epoch (the generalisation of RocketMQ's LOCK_BATCH_MQ):
 - **release** on a rebalance that takes the queue away: stop pulling, let the consumption in
   flight finish (bounded by ``handoff_drain_timeout_ms``), then release with the final offset,
   which the broker commits atomically with the release;
-- pulls and commits carry the epoch; a refused one (QUEUE_FENCED) drops the queue at once;
+- pulls and commits carry the epoch; a refused one (QUEUE_FENCED) drops the queue at once,
+  unless it was made under an earlier grant than the one held now (it arrived late);
 - **leave** (``shutdown()``): the grants are released with their final offsets in the
   UNREGISTER_CLIENT to their broker (``leaving``, ``left``), so that the group is notified
   without a ReleaseQueues round trip (and its durable write) before it.
