@@ -199,12 +199,15 @@ def check(
             processes[r["client_id"]].add(r["pid"])
     consumed_by: dict[str, list[str]] = defaultdict(list)
     sent: set[str] = set()
+    queues_of: dict[str, list[str]] = defaultdict(list)  # broker -> its queues held so far
     for r in records:
         if not wanted(r):
             continue
         event = r["event"]
         if event in _GAINS:
             hs = holdings[r["mq"]]
+            if not hs:  # its first holding (a list never shrinks)
+                queues_of[_broker_of(r["mq"])].append(r["mq"])
             who = holder_of(r)
             mine = [h for h in hs if h.client_id == who and h.end is None]
             if not mine:
@@ -227,11 +230,9 @@ def check(
             # holds them back from the moment its stream ended, and drops them at the reopen).
             # A classic holding has no grant and goes on; nor can a close be told apart
             # between two processes with one client id (the older rules below see to those).
-            cid, broker = r.get("client_id", ""), r.get("broker", "")
-            for mq, hs in holdings.items():
-                if _broker_of(mq) != broker:
-                    continue
-                for h in hs:
+            cid = r.get("client_id", "")
+            for mq in queues_of.get(r.get("broker", ""), ()):
+                for h in holdings[mq]:
                     if h.end is None and h.granted and client_id_of(h.client_id) == cid:
                         h.end = r["ts"]
         elif event == "consumed":
