@@ -42,6 +42,8 @@ EVENTS: dict[str, str] = {
     "client_unregistered": "broker: UNREGISTER_CLIENT, a graceful leave",
     "acquire_answered": "broker (fenced): an AcquireQueues answered, with how long it waited "
     "for releases and for the grant table's durable write",
+    "grants_expired": "broker (fenced): grants restored after a restart expired, their client "
+    "not back in time (no channel's close says so)",
 }
 
 

@@ -6,7 +6,8 @@ processes are merged by timestamp. A consumer *holds* a queue from its ``queue_a
 using a queue when it asks to release it, before the broker answers), or to the end of the trace
 if it never let go; a client whose channel closed without a graceful leave (no
 ``consumer_shutdown`` / ``client_unregistered``) crashed, and its holdings end at that close
-(or at an earlier close of its channel at the queue's broker, which gave its grants away).
+(or at an earlier close of its channel at the queue's broker, which gave its grants away, or
+where a restarted broker let the grants it restored for the client expire: ``grants_expired``).
 
 The report answers, per queue: the holders in order; windows with two holders (double
 ownership); gaps between one holder and the next (unowned time per handoff) and queues unowned
@@ -233,6 +234,14 @@ def check(
             cid = r.get("client_id", "")
             for mq in queues_of.get(r.get("broker", ""), ()):
                 for h in holdings[mq]:
+                    if h.end is None and h.granted and client_id_of(h.client_id) == cid:
+                        h.end = r["ts"]
+        elif event == "grants_expired" and len(processes.get(r.get("client_id", ""), ())) <= 1:
+            # A restarted broker let go of grants restored for a client that did not come back
+            # in time (stopped, say): its holdings of those queues end here, as at a close.
+            cid = r.get("client_id", "")
+            for mq in r.get("queues", ()):
+                for h in holdings.get(mq, ()):
                     if h.end is None and h.granted and client_id_of(h.client_id) == cid:
                         h.end = r["ts"]
         elif event == "consumed":

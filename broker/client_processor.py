@@ -313,8 +313,21 @@ class ClientManageProcessor:
         """Every second after a restart: release the restored grants whose client did not come
         back within ``restored_grant_expiry_ms`` (it died while the broker was down)."""
         now = _now_ms()
-        for group, mq in self.grants.expire_orphans(now, self.config.restored_grant_expiry_ms):
-            self._let_go(group, mq)
+        expired = self.grants.expire_orphans(now, self.config.restored_grant_expiry_ms)
+        by_holder: dict[tuple[str, str], list[str]] = {}
+        for grant in expired:
+            self._let_go(grant.group, grant.mq)
+            by_holder.setdefault((grant.client_id, grant.group), []).append(str(grant.mq))
+        for (client_id, group), queues in sorted(by_holder.items()):
+            # The grants given away with no channel's close to say so (the trace checker ends
+            # the client's holdings of these queues here).
+            tracer.record(
+                "grants_expired",
+                broker=self.config.broker_name,
+                client_id=client_id,
+                group=group,
+                queues=queues,
+            )
         self._persist_grants_soon()
 
     def _channel_in_use(self, channel: Channel) -> bool:

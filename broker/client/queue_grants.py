@@ -334,11 +334,14 @@ class QueueGrantManager:
             self._move(grant, channel_id)
         return len(mine)
 
-    def expire_orphans(self, now: int, expiry_ms: int) -> list[tuple[str, MessageQueue]]:
-        """Orphans whose client did not come back within ``expiry_ms`` of the restore: freed."""
+    def expire_orphans(self, now: int, expiry_ms: int) -> list[QueueGrant]:
+        """Orphans whose client did not come back within ``expiry_ms`` of the restore: freed
+        (the grants they were, naming their clients)."""
         if ORPHAN not in self.channel_grant_table or now < self.restored_at + expiry_ms:
             return []
-        return self.release_channel(ORPHAN)
+        grants = [self.grant_table[g][mq] for g, mq in sorted(self.channel_grant_table[ORPHAN])]
+        self.release_channel(ORPHAN)
+        return grants
 
     def _move(self, grant: QueueGrant, channel_id: str) -> None:
         key = (grant.group, grant.mq)

@@ -227,7 +227,9 @@ def test_orphans_whose_client_never_comes_back_expire() -> None:
     after = restarted(m, now=1_000)
     assert after.expire_orphans(now=100_000, expiry_ms=120_000) == []
     assert after.holder("G", Q0) is not None
-    assert after.expire_orphans(now=121_000, expiry_ms=120_000) == [("G", Q0)]
+    assert [(g.group, g.mq, g.client_id) for g in after.expire_orphans(121_000, 120_000)] == [
+        ("G", Q0, "c1")
+    ]
     assert after.holder("G", Q0) is None
     assert after.acquire("G", "c2", "ch2", [Q0]).granted == [(Q0, 2)]
 

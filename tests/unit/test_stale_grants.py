@@ -156,3 +156,30 @@ def test_the_checker_ends_a_holding_only_at_a_release_of_its_own_grant() -> None
     ]
     report = check(records, group="g")
     assert [(h.start, h.end) for h in report.holdings[q]] == [(1, 3), (4, None)]
+
+
+def test_the_checker_ends_a_holding_where_a_restarted_broker_let_its_grant_expire() -> None:
+    """A consumer stopped while its broker restarted: the broker restored its grant and, the
+    client not back in time, gave it to another; no channel of the new broker process closed."""
+    q = str(Q0)
+    other = {**record(0, "queue_acquired"), "client_id": "d", "pid": 2}
+    records = [
+        record(1, "queue_acquired", mq=q, epoch=7, offset=0),
+        record(2, "queue_added", mq=q, epoch=7, offset=0),
+        {
+            "ts": 5,
+            "event": "grants_expired",
+            "broker": "broker-a",
+            "client_id": "c",
+            "group": "g",
+            "queues": [q],
+        },
+        {**other, "ts": 6, "mq": q, "epoch": 8, "offset": 0},
+        record(9, "queue_dropped", mq=q),  # c runs again and learns it
+    ]
+    report = check(records, group="g")
+    assert [(h.client_id, h.start, h.end) for h in report.holdings[q]] == [
+        ("c|1", 1, 5),
+        ("d|2", 6, None),
+    ]
+    assert report.total_double_ownership_ms == 0
