@@ -201,6 +201,19 @@ def check(
     consumed_by: dict[str, list[str]] = defaultdict(list)
     sent: set[str] = set()
     queues_of: dict[str, list[str]] = defaultdict(list)  # broker -> its queues held so far
+    # (holder, queue, epoch) of the grants a broker took back (a close, an expiry): a queue
+    # added under one of them afterwards (a pass that got the grant just before its process
+    # stopped, say) is not held: each of its pulls is refused.
+    revoked: set[tuple[str, str, int]] = set()
+
+    def take_back(client_id: str, mqs: Iterable[str], ts: int) -> None:
+        """A broker let go of ``client_id``'s grants of ``mqs``: its fenced holdings end."""
+        for mq in mqs:
+            for h in holdings.get(mq, ()):
+                if h.end is None and h.granted and client_id_of(h.client_id) == client_id:
+                    h.end = ts
+                    revoked.add((h.client_id, mq, h.epoch))
+
     for r in records:
         if not wanted(r):
             continue
@@ -209,14 +222,16 @@ def check(
             hs = holdings[r["mq"]]
             if not hs:  # its first holding (a list never shrinks)
                 queues_of[_broker_of(r["mq"])].append(r["mq"])
-            who = holder_of(r)
+            who, epoch = holder_of(r), r.get("epoch") or 0
+            if event == "queue_added" and (who, r["mq"], epoch) in revoked:
+                continue
             mine = [h for h in hs if h.client_id == who and h.end is None]
             if not mine:
                 hs.append(Holding(who, r["ts"], granted=event == "queue_acquired"))
                 mine = hs[-1:]
             elif event == "queue_acquired":
                 mine[0].granted = True
-            mine[0].epoch = r.get("epoch") or mine[0].epoch
+            mine[0].epoch = epoch or mine[0].epoch
         elif event in _LOSSES:
             # A release names its grant's epoch: one of an earlier grant, sent after the queue
             # was granted to us again (its drop drained a batch meanwhile), ends nothing.
@@ -225,25 +240,18 @@ def check(
                 if h.client_id == who and h.end is None and epoch in (0, h.epoch or epoch):
                     h.end = r["ts"]
                     break
-        elif _gave_grants_away(r) and len(processes.get(r.get("client_id", ""), ())) <= 1:
-            # The broker let go of every grant of that channel: its client's fenced holdings of
-            # the broker's queues end here, whatever the client learns later (a fenced consumer
-            # holds them back from the moment its stream ended, and drops them at the reopen).
-            # A classic holding has no grant and goes on; nor can a close be told apart
-            # between two processes with one client id (the older rules below see to those).
+        elif _gave_grants_away(r) or event == "grants_expired":
+            # The broker let go of grants: every grant of a closed channel (its client's fenced
+            # holdings of the broker's queues end here, whatever the client learns later: a
+            # fenced consumer holds them back from the moment its stream ended, and drops them
+            # at the reopen), or those a restarted broker restored for a client that did not
+            # come back in time (stopped, say). A classic holding has no grant and goes on;
+            # nor can either be told apart between two processes with one client id (the older
+            # rules below see to those).
             cid = r.get("client_id", "")
-            for mq in queues_of.get(r.get("broker", ""), ()):
-                for h in holdings[mq]:
-                    if h.end is None and h.granted and client_id_of(h.client_id) == cid:
-                        h.end = r["ts"]
-        elif event == "grants_expired" and len(processes.get(r.get("client_id", ""), ())) <= 1:
-            # A restarted broker let go of grants restored for a client that did not come back
-            # in time (stopped, say): its holdings of those queues end here, as at a close.
-            cid = r.get("client_id", "")
-            for mq in r.get("queues", ()):
-                for h in holdings.get(mq, ()):
-                    if h.end is None and h.granted and client_id_of(h.client_id) == cid:
-                        h.end = r["ts"]
+            if len(processes.get(cid, ())) <= 1:
+                gone = r["queues"] if event == "grants_expired" else queues_of[r.get("broker", "")]
+                take_back(cid, gone, r["ts"])
         elif event == "consumed":
             consumed_by[f"{r['mq']}@{r['offset']}"].append(holder_of(r))
         elif event == "sent":

@@ -183,3 +183,33 @@ def test_the_checker_ends_a_holding_where_a_restarted_broker_let_its_grant_expir
         ("d|2", 6, None),
     ]
     assert report.total_double_ownership_ms == 0
+
+
+def test_a_queue_added_under_a_grant_the_broker_took_back_is_not_held() -> None:
+    """A pass got the grant, then its process stopped before adding the queue; the broker
+    closed the channel and granted the queue to another. The pass, run on, adds it under the
+    taken-back epoch: each pull is refused, nothing is consumed, and it is dropped at the reopen."""
+    q = str(Q0)
+    other = {"group": "g", "client_id": "d", "pid": 2}
+    records = [
+        record(1, "queue_acquired", mq=q, epoch=7, offset=0),
+        {
+            "ts": 3,
+            "event": "channel_closed",
+            "broker": "broker-a",
+            "client_id": "c",
+            "channel_id": "x",
+            "groups": ["g"],
+            "replaced_by": "",
+        },
+        {**other, "ts": 4, "event": "queue_acquired", "mq": q, "epoch": 8, "offset": 0},
+        record(6, "queue_added", mq=q, epoch=7, offset=0),  # c runs again
+        record(7, "channel_opened", broker="broker-a", channel_id="y"),
+        record(8, "queue_dropped", mq=q),
+    ]
+    report = check(records, group="g")
+    assert [(h.client_id, h.start, h.end) for h in report.holdings[q]] == [
+        ("c|1", 1, 3),
+        ("d|2", 4, None),
+    ]
+    assert report.total_double_ownership_ms == 0
