@@ -322,6 +322,17 @@ class ConsumerCore:
             )
             self.lose_queue(mq, pq)
 
+    def hold_back_unconfirmed(self, requests: Iterable[PullRequest]) -> None:
+        """Fenced: a queue added while our channel to its broker is down (its pass got the
+        grant before the channel ended: the broker may give it away when it hears of that end)
+        hands no batch to the listener until a new channel confirms the grant, as the queues
+        held when the channel ended (``broker_channel_lost``, ``broker_reconnected``)."""
+        if self.fenced is None or self.client is None:
+            return
+        for request in requests:
+            if not self.client.open_channel_id(request.message_queue.broker_name):
+                request.process_queue.suspend()
+
     def lose_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         """A fenced queue we no longer hold (its commit refused, or not held by our new
         channel): none of its pulled messages goes to the listener from now on; it is removed

@@ -305,6 +305,7 @@ class RebalanceLitePullImpl(RebalanceModeBase):
 
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
         """Lite pull dispatches nothing here; it keeps the start offsets for its pull tasks."""
+        self.impl.hold_back_unconfirmed(requests)
         for request in requests:
             self.start_offsets[request.message_queue] = request.next_offset
 

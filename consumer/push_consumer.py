@@ -524,6 +524,7 @@ class PushConsumerImpl(ConsumerCore):
         watches it) is parked until a message arrives."""
         if self.client is None or not self.running:
             return
+        self.hold_back_unconfirmed(requests)
         service = self.client.pull_message_service
         store = self.offset_store
         watching = store.watching if isinstance(store, RemoteBrokerOffsetStore) else {}

@@ -18,6 +18,7 @@ from aiorocketmq.consumer import PushConsumer
 from aiorocketmq.consumer.fenced import FencedHandoff
 from aiorocketmq.consumer.offset_store import RemoteBrokerOffsetStore
 from aiorocketmq.consumer.process_queue import ProcessQueue
+from aiorocketmq.consumer.pull_message_service import PullRequest
 from aiorocketmq.consumer.push_consumer import PushConsumerImpl
 from aiorocketmq.protocol.errors import QueueFenced
 from aiorocketmq.protocol.message_queue import MessageQueue
@@ -89,9 +90,13 @@ class Client:
 
     def __init__(self) -> None:
         self.asked = asyncio.Event()  # a pass asked for
+        self.open: dict[str, str] = {}  # broker -> the id of our open channel to it
 
     def rebalance_immediately(self) -> None:
         self.asked.set()
+
+    def open_channel_id(self, broker_name: str) -> str:
+        return self.open.get(broker_name, "")
 
 
 async def fenced_consumer() -> tuple[PushConsumerImpl, MessageQueue, ProcessQueue]:
@@ -213,3 +218,23 @@ def test_a_queue_added_under_a_grant_the_broker_took_back_is_not_held() -> None:
         ("d|2", 4, None),
     ]
     assert report.total_double_ownership_ms == 0
+
+
+async def test_a_queue_added_while_its_brokers_channel_is_down_waits_for_the_reopen() -> None:
+    """Its pass got the grant before the channel ended; the broker may give it away when it
+    hears of that end. Held back like the queues held then, until a new channel lists it."""
+    consumer, mq, _ = await fenced_consumer()
+    consumer.fenced = FencedHandoff(Broker(), "g")
+    client = consumer.client
+    assert isinstance(client, Client) and consumer.rebalance_impl is not None
+    added = ProcessQueue()
+    added.epoch = consumer.fenced.epochs[mq] = 8
+    consumer.rebalance_impl.process_queue_table[mq] = added
+    consumer.hold_back_unconfirmed([PullRequest("g", mq, added, 0, epoch=8)])
+    assert added.suspended
+    consumer.broker_reconnected(mq.broker_name, {mq: 8})  # the new channel holds it
+    assert not added.suspended and not added.dropped
+    client.open[mq.broker_name] = "ch2"
+    other = ProcessQueue()
+    consumer.hold_back_unconfirmed([PullRequest("g", mq, other, 0, epoch=8)])
+    assert not other.suspended  # the channel is open: nothing to confirm
