@@ -463,12 +463,7 @@ class RebalanceImpl:
                 self._forget_epoch(mq, pq)
                 changed = True
                 self.queues_dropped += 1
-                tracer.record(
-                    "queue_dropped",
-                    group=self.consumer_group,
-                    client_id=self.client.client_id,
-                    mq=str(mq),
-                )
+                self._record_dropped(mq)
                 log.debug(
                     "doRebalance, remove unnecessary mq", group=self.consumer_group, mq=str(mq)
                 )
@@ -587,12 +582,7 @@ class RebalanceImpl:
             pq = self.process_queue_table.pop(mq)
             pq.dropped = True
             self.epochs.pop(mq, None)
-            tracer.record(
-                "queue_dropped",
-                group=self.consumer_group,
-                client_id=self.client.client_id,
-                mq=str(mq),
-            )
+            self._record_dropped(mq)
             log.info(
                 "doRebalance, truncateMessageQueueNotMyTopic", group=self.consumer_group, mq=str(mq)
             )
@@ -609,14 +599,19 @@ class RebalanceImpl:
             return
         del self.process_queue_table[mq]
         current.dropped = True
+        self._record_dropped(mq)
+        await self.mode.remove_unnecessary_message_queue(mq, current)
+        self._forget_epoch(mq, current)
+
+    def _record_dropped(self, mq: MessageQueue, **fields: Any) -> None:
+        """The trace's ``queue_dropped`` record: ``mq`` is no longer ours."""
         tracer.record(
             "queue_dropped",
             group=self.consumer_group,
             client_id=self.client.client_id,
             mq=str(mq),
+            **fields,
         )
-        await self.mode.remove_unnecessary_message_queue(mq, current)
-        self._forget_epoch(mq, current)
 
     def _forget_epoch(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         """Forget ``pq``'s grant: only if it is still the one held for ``mq``. While its drop
@@ -645,21 +640,10 @@ class RebalanceImpl:
         self._acquire_tasks.clear()
         for mq, pq in sorted(self.process_queue_table.items()):
             pq.dropped = True
-            tracer.record(
-                "queue_dropped",
-                group=self.consumer_group,
-                client_id=self.client.client_id,
-                mq=str(mq),
-            )
+            self._record_dropped(mq)
         # Granted (fenced) but not added yet: the consumer left mid-acquisition. The broker
         # forgot the grant at UNREGISTER_CLIENT; the trace says the holding ended too.
         for mq in sorted(set(self.epochs) - set(self.process_queue_table)):
-            tracer.record(
-                "queue_dropped",
-                group=self.consumer_group,
-                client_id=self.client.client_id,
-                mq=str(mq),
-                granted_only=True,
-            )
+            self._record_dropped(mq, granted_only=True)
         self.process_queue_table.clear()
         self.epochs.clear()
