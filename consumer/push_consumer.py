@@ -343,8 +343,8 @@ class PushConsumerImpl(ConsumerCore):
         return [True] * len(items)
 
     async def _release_fenced(self, items: list[tuple[MessageQueue, ProcessQueue]]) -> None:
-        """Fenced drop: pulls stopped (dropped); let batches in flight ack; release with the
-        offset each grant each process queue was consumed under."""
+        """Fenced drop: pulls stopped (dropped); let batches in flight ack; release each grant
+        its process queue was consumed under, with the final offset."""
         epochs = {mq: pq.epoch for mq, pq in items}
         await self.release_fenced(await self._drain_fenced(items), epochs)
 
