@@ -155,13 +155,10 @@ class ProcessCluster:
         """SIGSTOP for ``seconds``, then SIGCONT: a broker that stalls (a VM's pause, a long
         GC) while its clients go on; its connections go silent, and a client's keepalive ends
         its channel before the broker hears of it."""
-        proc = self.brokers[name]
         start = int(time.time() * 1000)
-        proc.send_signal(signal.SIGSTOP)
         try:
-            await asyncio.sleep(seconds)
+            await stop_for(self.brokers[name], seconds)
         finally:
-            proc.send_signal(signal.SIGCONT)
             self.pauses.append((name, start, int(time.time() * 1000)))
 
     async def restart_broker(self, name: str) -> None:
@@ -252,6 +249,15 @@ async def _listening(addr: str, deadline: float) -> None:
         return
 
 
+async def stop_for(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """SIGSTOP ``proc`` for ``seconds``, then SIGCONT (also when cancelled meanwhile)."""
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+
+
 class ConsumerProcess:
     """``aiorocketmq consume`` in its own process, with its trace in a file (``extra``: more
     flags, e.g. ``--from first``)."""
@@ -317,11 +323,7 @@ class ConsumerProcess:
         """SIGSTOP for ``seconds``, then SIGCONT: a consumer that stalls (a VM's pause, a long
         GC) and is taken for gone; when and until when (ms), for a duplicate's cause."""
         start = int(time.time() * 1000)
-        self.proc.send_signal(signal.SIGSTOP)
-        try:
-            await asyncio.sleep(seconds)
-        finally:
-            self.proc.send_signal(signal.SIGCONT)
+        await stop_for(self.proc, seconds)
         return start, int(time.time() * 1000)
 
     async def stop(self) -> int:
