@@ -1,5 +1,7 @@
 """A fenced queue dropped and granted to us again: what arrives late about the earlier grant
-(its release's answer, a refused pull, a refused commit) leaves the newer grant alone.
+(its release's answer, a refused pull, a refused commit) leaves the newer grant alone; a queue
+added while its broker's channel is down waits for a new channel to confirm its grant; and the
+trace checker reads grants a broker took back (a close, an expiry) the same way.
 
 Found by a fault schedule with a broker paused: the broker closed the consumer's channel and
 gave its grants away; the consumer reopened, dropped its queues of that broker and released
