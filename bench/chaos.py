@@ -26,7 +26,8 @@ mode no double ownership; duplicates are counted by cause. One-way sends are exc
 loss count (nothing acknowledged them to the application). A failing seed prints itself and
 ``python -m bench.chaos --replay SEED`` runs the same schedule again.
 
-``python -m bench.chaos --seeds N [--first S] [--handoff classic|fenced|both] [--parallel K]``
+``python -m bench.chaos --seeds N [--first S] [--handoff classic|fenced|both] [--parallel K]
+[--consume-ms MS]``
 """
 
 from __future__ import annotations
@@ -458,11 +459,13 @@ async def run_schedule(
     root: Path,
     lock: asyncio.Lock | None = None,
     producer_trace: Path | None = None,
+    consume_ms: float = 0.0,
 ) -> RunResult:
     """Run ``schedule`` on ``cluster`` (a fresh topic and group) and check the trace.
 
     ``lock`` serializes cluster-wide faults between schedules running side by side, which
     then share one ``producer_trace`` (this process's trace file, already open).
+    ``consume_ms``: the work each message takes in the consumers' listeners.
     """
     cluster_faults = lock or asyncio.Lock()
     tag = f"s{schedule.seed}{schedule.handoff[0]}"
@@ -494,7 +497,12 @@ async def run_schedule(
             name,
             work / f"trace-{name}.jsonl",
             schedule.handoff,
-            extra=("--rebalance-interval-ms", str(REBALANCE_INTERVAL_MS)),
+            extra=(
+                "--rebalance-interval-ms",
+                str(REBALANCE_INTERVAL_MS),
+                "--consume-ms",
+                str(consume_ms),
+            ),
         )
 
     async def new_consumer() -> ConsumerProcess:
@@ -653,7 +661,7 @@ def format_table(results: list[RunResult]) -> str:
 
 
 async def run_seeds(
-    seeds: list[int], handoffs: list[str], root: Path, parallel: int = 1
+    seeds: list[int], handoffs: list[str], root: Path, parallel: int = 1, consume_ms: float = 0.0
 ) -> list[RunResult]:
     """Every seed in every handoff mode on one cluster (each schedule on its own topic and
     group), ``parallel`` schedules at a time. Parallel schedules share the brokers and the
@@ -673,7 +681,9 @@ async def run_seeds(
 
         async def one(schedule: Schedule) -> None:
             try:
-                result = await run_schedule(cluster, schedule, root, lock, producer_trace)
+                result = await run_schedule(
+                    cluster, schedule, root, lock, producer_trace, consume_ms
+                )
             except StepFailed as e:
                 result = RunResult(schedule, error=str(e))
             results.append(result)
@@ -701,6 +711,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--handoff", choices=("classic", "fenced", "both"), default="both")
     p.add_argument("--parallel", type=int, default=1, help="schedules at a time (one cluster)")
     p.add_argument(
+        "--consume-ms",
+        type=float,
+        default=0.0,
+        help="work each message takes in the consumers' listeners (default 0: quick), so that "
+        "faults land with consumption in flight",
+    )
+    p.add_argument(
         "--keep",
         type=Path,
         help="write the cluster's files and every process's trace here and keep them "
@@ -716,10 +733,10 @@ def main(argv: list[str] | None = None) -> int:
     handoffs = ["classic", "fenced"] if args.handoff == "both" else [args.handoff]
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-        results = run(run_seeds(seeds, handoffs, args.keep, args.parallel))
+        results = run(run_seeds(seeds, handoffs, args.keep, args.parallel, args.consume_ms))
     else:
         with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-            results = run(run_seeds(seeds, handoffs, Path(tmp), args.parallel))
+            results = run(run_seeds(seeds, handoffs, Path(tmp), args.parallel, args.consume_ms))
     print()
     print(format_table(results))
     failed = [r for r in results if r.failures()]

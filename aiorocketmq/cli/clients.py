@@ -65,6 +65,16 @@ def _strategy(name: str) -> str:
     return name
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
 def add_consume_parser(sub: Any) -> None:
     p = sub.add_parser("consume", help="run a push consumer until SIGINT/SIGTERM")
     _namesrv_argument(p)
@@ -83,6 +93,14 @@ def add_consume_parser(sub: Any) -> None:
     )
     p.add_argument("--handoff", choices=("classic", "fenced"), default="classic")
     p.add_argument("--rebalance-interval-ms", type=int, default=20_000)
+    p.add_argument(
+        "--consume-ms",
+        type=_non_negative,
+        default=0.0,
+        metavar="MS",
+        help="work each message takes in the listener (a sleep), to watch queues move and "
+        "faults land with consumption in flight (default 0)",
+    )
     p.add_argument("--trace", type=Path, help="append the protocol trace (JSONL) to this file")
     p.add_argument(
         "--metrics-listen",
@@ -160,11 +178,15 @@ async def consume_main(args: argparse.Namespace) -> int:
     async def concurrently(
         msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
     ) -> ConsumeConcurrentlyStatus:
+        if args.consume_ms:
+            await asyncio.sleep(args.consume_ms * len(msgs) / 1000)
         if not shown(msgs):
             return ConsumeConcurrentlyStatus.RECONSUME_LATER
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     async def orderly(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        if args.consume_ms:
+            await asyncio.sleep(args.consume_ms * len(msgs) / 1000)
         if not shown(msgs):
             return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         return ConsumeOrderlyStatus.SUCCESS

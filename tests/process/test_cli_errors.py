@@ -195,3 +195,9 @@ async def test_a_producer_started_before_its_name_server_waits_for_it(tmp_path) 
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+def test_a_negative_consume_time_is_refused_by_name() -> None:
+    result = tool("aiorocketmq", "consume", "-g", "g", "-t", TOPIC, "--consume-ms", "-1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--consume-ms: must be 0 or more, got -1" in result.stderr
