@@ -166,8 +166,11 @@ async def consume_main(args: argparse.Namespace) -> int:
                 }
                 print(json.dumps(line), flush=True)
 
-    def shown(msgs: list[MessageExt]) -> bool:
-        """Whether the messages went out; stdout closed (``| head``): stop, gracefully."""
+    async def shown(msgs: list[MessageExt]) -> bool:
+        """The work (``--consume-ms``), then whether the messages went out; stdout closed
+        (``| head``): stop, gracefully."""
+        if args.consume_ms:
+            await asyncio.sleep(args.consume_ms * len(msgs) / 1000)
         try:
             show(msgs)
         except BrokenPipeError:
@@ -178,16 +181,12 @@ async def consume_main(args: argparse.Namespace) -> int:
     async def concurrently(
         msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
     ) -> ConsumeConcurrentlyStatus:
-        if args.consume_ms:
-            await asyncio.sleep(args.consume_ms * len(msgs) / 1000)
-        if not shown(msgs):
+        if not await shown(msgs):
             return ConsumeConcurrentlyStatus.RECONSUME_LATER
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     async def orderly(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
-        if args.consume_ms:
-            await asyncio.sleep(args.consume_ms * len(msgs) / 1000)
-        if not shown(msgs):
+        if not await shown(msgs):
             return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         return ConsumeOrderlyStatus.SUCCESS
 
