@@ -527,18 +527,16 @@ class ConsumerCore:
         await self.fenced.release(finals, epochs=epochs)
         self.offset_store.remove_offsets(mq for mq, _ in finals)
 
-    async def on_pull_fenced(
-        self, mq: MessageQueue, pq: ProcessQueue, epoch: int, error: QueueFenced
-    ) -> bool:
-        """A pull of ``pq`` under ``epoch`` was refused (fenced handoff): the queue moved on;
-        stop pulling it at once. A late refusal of an earlier grant's pull changes nothing
-        (False)."""
-        if not self.is_current(mq, pq, epoch):
+    async def on_pull_fenced(self, mq: MessageQueue, pq: ProcessQueue, error: QueueFenced) -> bool:
+        """A pull of ``pq`` (under its epoch) was refused (fenced handoff): the queue moved on;
+        stop pulling it at once. A late refusal, ``pq`` dropped or replaced since, changes
+        nothing (False)."""
+        if not self.is_current(mq, pq, pq.epoch):
             log.info(
                 "pull fenced under an earlier grant, ignored",
                 group=self.consumer_group,
                 mq=str(mq),
-                epoch=epoch,
+                epoch=pq.epoch,
             )
             return False
         log.warning(

@@ -865,7 +865,7 @@ class LitePullConsumerImpl(ConsumerCore):
                     max_wait_ms=self.settings.pull_max_wait_ms,
                 )
             except QueueFenced as e:
-                if await self.on_pull_fenced(mq, pq, pq.epoch, e):
+                if await self.on_pull_fenced(mq, pq, e):
                     self._drop_state(mq, record=False)
                 return
             except MQError as e:

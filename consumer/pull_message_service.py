@@ -44,7 +44,12 @@ class PullRequest:
     process_queue: ProcessQueue
     next_offset: int
     previously_locked: bool = False
-    epoch: int = 0  # fenced handoff: the grant's epoch (0 = classic)
+
+    @property
+    def epoch(self) -> int:
+        """Fenced handoff: the epoch of the grant its process queue is consumed under (0 =
+        classic); the process queue is its one keeper."""
+        return self.process_queue.epoch
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -641,7 +641,7 @@ class PushConsumerImpl(ConsumerCore):
                 watch=s.watch_idle_queues,
             )
         except QueueFenced as e:
-            await self.on_pull_fenced(mq, pq, request.epoch, e)
+            await self.on_pull_fenced(mq, pq, e)
             return
         except MQError as e:
             delay = (

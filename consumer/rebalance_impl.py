@@ -520,7 +520,7 @@ class RebalanceImpl:
             self.process_queue_table[mq] = pq
             if epoch:
                 self.epochs[mq] = epoch
-            requests.append(PullRequest(self.consumer_group, mq, pq, next_offset, epoch=epoch))
+            requests.append(PullRequest(self.consumer_group, mq, pq, next_offset))
             changed = True
             self.queues_added += 1
             tracer.record(

@@ -119,7 +119,7 @@ async def test_a_late_refusal_of_an_earlier_grants_commit_or_pull_drops_nothing(
     consumer._on_commit_fenced(mq, 7)  # a commit sent under the earlier grant
     old = ProcessQueue()
     old.epoch = 7
-    assert not await consumer.on_pull_fenced(mq, old, 7, QueueFenced("stale"))
+    assert not await consumer.on_pull_fenced(mq, old, QueueFenced("stale"))
     await asyncio.sleep(0)
     assert consumer.rebalance_impl is not None
     assert consumer.rebalance_impl.process_queue_table[mq] is pq and not pq.dropped
@@ -232,11 +232,11 @@ async def test_a_queue_added_while_its_brokers_channel_is_down_waits_for_the_reo
     added = ProcessQueue()
     added.epoch = consumer.fenced.epochs[mq] = 8
     consumer.rebalance_impl.process_queue_table[mq] = added
-    consumer.hold_back_unconfirmed([PullRequest("g", mq, added, 0, epoch=8)])
+    consumer.hold_back_unconfirmed([PullRequest("g", mq, added, 0)])
     assert added.suspended
     consumer.broker_reconnected(mq.broker_name, {mq: 8})  # the new channel holds it
     assert not added.suspended and not added.dropped
     client.open[mq.broker_name] = "ch2"
     other = ProcessQueue()
-    consumer.hold_back_unconfirmed([PullRequest("g", mq, other, 0, epoch=8)])
+    consumer.hold_back_unconfirmed([PullRequest("g", mq, other, 0)])
     assert not other.suspended  # the channel is open: nothing to confirm
