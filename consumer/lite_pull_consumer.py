@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -295,7 +295,7 @@ class RebalanceLitePullImpl(RebalanceModeBase):
         auto-commit; else what was committed), which the broker commits with the release.
         """
         mqs = [mq for mq, _ in items]
-        await self.impl.remove_unnecessary_message_queues(mqs)
+        await self.impl.remove_unnecessary_message_queues(mqs, {mq: pq.epoch for mq, pq in items})
         for mq in mqs:
             self.start_offsets.pop(mq, None)
         return [True] * len(items)
@@ -695,8 +695,11 @@ class LitePullConsumerImpl(ConsumerCore):
             self._drop_state(mq, record=False)
         return balanced
 
-    async def remove_unnecessary_message_queues(self, mqs: list[MessageQueue]) -> None:
-        """Dropped queues: fenced, release each with its final offset; else persist and forget.
+    async def remove_unnecessary_message_queues(
+        self, mqs: list[MessageQueue], epochs: Mapping[MessageQueue, int] | None = None
+    ) -> None:
+        """Dropped queues: fenced, release each with its final offset (``epochs``: the grant
+        each process queue was consumed under); else persist and forget.
 
         The final offset is what ``poll`` handed out when auto-commit is on (ours: RocketMQ
         persists only what the last ``commitAll`` moved into the store), else what was
@@ -711,7 +714,7 @@ class LitePullConsumerImpl(ConsumerCore):
                 store.update_offset(mq, state.consume_offset, increase_only=False)
             finals.append((mq, await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)))
         if self.fenced is not None:
-            await self.release_fenced(finals)
+            await self.release_fenced(finals, epochs)
         else:
             await self.persist_and_forget(mqs)
 
