@@ -1,0 +1,30 @@
+"""bench.endtoend's rows in processes of their own: a row's figures come back, its failure too."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bench.endtoend import Run, fresh
+
+
+async def _row_of_this_process(name: str) -> Run:
+    return Run(name, saturated=float(os.getpid()))
+
+
+async def _failing_row(reason: str) -> Run:
+    raise ValueError(reason)
+
+
+async def test_a_row_runs_in_a_process_started_for_it_and_its_run_comes_back() -> None:
+    first = await fresh(_row_of_this_process, "one")
+    second = await fresh(_row_of_this_process, "two")
+    assert first.name == "one" and second.name == "two"
+    pids = {int(first.saturated), int(second.saturated)}
+    assert len(pids) == 2 and os.getpid() not in pids  # a new process each, not this one
+
+
+async def test_a_failing_row_raises_here_naming_the_row_and_its_error() -> None:
+    with pytest.raises(RuntimeError, match="_failing_row: ValueError: no broker"):
+        await fresh(_failing_row, "no broker")
