@@ -48,7 +48,9 @@ import argparse
 import asyncio
 import multiprocessing
 import multiprocessing.process
+import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -280,7 +282,9 @@ class ConsumerProcess:
         return samples
 
 
-def _serve_consumer(shared: Shared, send: Any, body: Callable[[Consumed], Awaitable[None]]) -> None:
+def _serve_consumer(
+    shared: Shared, send: Any, body: Callable[[Consumed], Coroutine[Any, Any, None]]
+) -> None:
     """A consumer process's life: ``body`` runs until the parent says stop; then the samples
     go back through ``send``."""
     configure_logging("ERROR")
@@ -606,6 +610,15 @@ async def fresh(row: Callable[..., Coroutine[Any, Any, Run]], *row_args: Any) ->
         got = await asyncio.to_thread(receive.recv)
     except EOFError:
         got = RuntimeError(f"{getattr(row, '__name__', row)}: its process ended with no result")
+    except BaseException:
+        # Stopped here (cancelled, interrupted): the row stops too, its consumer's process
+        # with it (SIGINT unwinds the row as Ctrl-C would), then is killed if it lingers.
+        if proc.pid is not None and proc.is_alive():
+            os.kill(proc.pid, signal.SIGINT)
+        await asyncio.to_thread(proc.join, 30)
+        if proc.is_alive():
+            proc.kill()
+        raise
     finally:
         await asyncio.to_thread(proc.join)
     if isinstance(got, Exception):

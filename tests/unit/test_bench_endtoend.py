@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from pathlib import Path
 
 import pytest
 
 from bench.endtoend import Run, fresh
+from tests.helpers import wait_until
 
 
 async def _row_of_this_process(name: str) -> Run:
@@ -28,3 +31,25 @@ async def test_a_row_runs_in_a_process_started_for_it_and_its_run_comes_back() -
 async def test_a_failing_row_raises_here_naming_the_row_and_its_error() -> None:
     with pytest.raises(RuntimeError, match="_failing_row: ValueError: no broker"):
         await fresh(_failing_row, "no broker")
+
+
+async def _endless_row(pid_file: str) -> Run:
+    await asyncio.to_thread(Path(pid_file).write_text, str(os.getpid()))
+    await asyncio.sleep(3600)
+    return Run("never")
+
+
+async def test_a_cancelled_row_stops_its_process(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    task = asyncio.create_task(fresh(_endless_row, str(pid_file)))
+    await wait_until(
+        lambda: pid_file.exists() and bool(pid_file.read_text()),
+        timeout=60,
+        message="the row's process to start",
+    )
+    pid = int(pid_file.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(ProcessLookupError):  # ended and reaped, not left running
+        os.kill(pid, 0)
