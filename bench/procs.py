@@ -9,6 +9,7 @@ SIGKILL and start it again on the same port and store, and restart the name serv
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
 import signal
 import socket
@@ -24,7 +25,14 @@ from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 
-__all__ = ["BrokerProcesses", "ConsumerProcess", "ProcessCluster", "free_port"]
+__all__ = [
+    "BrokerProcesses",
+    "ConsumerProcess",
+    "ProcessCluster",
+    "StealWatch",
+    "free_port",
+    "host_steal_seconds",
+]
 
 
 def free_port() -> int:
@@ -43,6 +51,66 @@ def cpu_seconds(pid: int) -> float | None:
         return None
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def host_steal_seconds() -> float | None:
+    """CPU time the hypervisor has taken from this machine's cores so far, all cores summed
+    (``steal`` in Linux ``/proc/stat``); None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
+class StealWatch:
+    """The host's steal time sampled every ``interval`` s while ``run`` runs: how much of a
+    span the machine lost to its neighbours, to tell a slow change the host's from the code's
+    (``/proc/stat`` counts in 10 ms ticks, so a span's figure is good to about a tick)."""
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.interval = interval
+        self.samples: list[tuple[float, float]] = []  # (time.time(), steal seconds)
+
+    def start(self) -> asyncio.Task[None]:
+        """Take a sample now and then every ``interval`` s in a task (cancel it to stop)."""
+        self._sample()
+        return asyncio.create_task(self._run())
+
+    def _sample(self) -> bool:
+        steal = host_steal_seconds()
+        if steal is not None:
+            self.samples.append((time.time(), steal))
+        return steal is not None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            if not self._sample():
+                return
+
+    def share(self, start: float) -> float | None:
+        """Steal from ``start`` to the latest sample, as a share of the machine's cores."""
+        if not self.samples:
+            return None
+        end = self.samples[-1][0]
+        stolen = self.between(start, end)
+        if stolen is None or end <= start:
+            return None
+        return stolen / ((end - start) * (os.cpu_count() or 1))
+
+    def between(self, start: float, end: float) -> float | None:
+        """Steal seconds from ``start`` to ``end`` (``time.time()``), from the samples that
+        bracket the span; None when no sample covers it."""
+        times = [t for t, _ in self.samples]
+        i = max(0, bisect.bisect_right(times, start) - 1)
+        j = bisect.bisect_left(times, end)
+        if not self.samples or j >= len(times) or times[i] > start:
+            return None
+        return self.samples[j][1] - self.samples[i][1]
 
 
 class ProcessCluster:

@@ -49,7 +49,7 @@ from aiorocketmq.consumer import (
 )
 from aiorocketmq.consumer.allocate import strategy_by_name
 from aiorocketmq.trace import tracer
-from bench.procs import ProcessCluster, cpu_seconds
+from bench.procs import ProcessCluster, StealWatch, cpu_seconds
 from bench.rebalance_worker import queue_key
 from bench.stats import percentile
 
@@ -464,6 +464,9 @@ class CaseResult:
     # spacing after it included; and the settled group's CPU per second after the changes
     cpu_per_kind: dict[str, tuple[float, float]] = field(default_factory=dict)
     idle_cpu_per_s: tuple[float, float] = (0.0, 0.0)
+    # The host's steal time over the changes, as a share of the machine's cores (None: not
+    # known here): a run slowed by its neighbours says so
+    host_steal_share: float | None = None
 
 
 def expected_owners(
@@ -537,6 +540,8 @@ async def run_case(
     members: list[tuple[str, str, WorkerProcess]] = []  # (name, client id, worker), oldest first
     times: dict[str, list[float]] = {"join": [], "leave": [], "kill": []}
     resettled = 0
+    steal = StealWatch()
+    steal_task: asyncio.Task[None] | None = None
     try:
         t_start = time.time()
         names = [f"c{i:04d}" for i in range(case.consumers)]
@@ -564,6 +569,8 @@ async def run_case(
             return _cpu(broker_pids), _cpu([w.proc.pid for w in workers])
 
         cpu0 = cpu_now()
+        steal_task = steal.start()  # its first sample before the span it measures begins
+        changes_t0 = time.time()
         # Each change's kind and the CPU when its command was given: a change's CPU runs to
         # the next one's command (the last one's to the end of the changes).
         cpu_marks: list[tuple[str, tuple[float, float]]] = []
@@ -599,8 +606,12 @@ async def run_case(
             if case.times_csv is not None:
                 fan_out = holdings.fan_out([m[1] for m in members], t0)
                 after_start = t0 - t_start - start_s
-                _write_time(case, i, kind, cid, holdings, t0, replied, after_start, fan_out)
+                steal_s = steal.between(t0, holdings.settled_at)
+                _write_time(
+                    case, i, kind, cid, holdings, t0, replied, after_start, fan_out, steal_s
+                )
         cpu1 = cpu_now()
+        steal_share = steal.share(changes_t0)
         cpu_by_kind: dict[str, list[tuple[float, float]]] = {"join": [], "leave": []}
         ends = [at for _, at in cpu_marks[1:]] + [cpu1]
         for (kind, at), end in zip(cpu_marks, ends, strict=True):
@@ -645,6 +656,8 @@ async def run_case(
             times["kill"].append(holdings.settled_at - t0)
             await victim.reader
     finally:
+        if steal_task is not None:
+            steal_task.cancel()
         await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
     return CaseResult(
         case,
@@ -663,6 +676,7 @@ async def run_case(
             if cs
         },
         idle_cpu_per_s=idle_cpu,
+        host_steal_share=steal_share,
     )
 
 
@@ -682,6 +696,7 @@ TIMES_FIELDS = [
     "first_notified_ms",
     "all_notified_ms",
     "last_notified",
+    "host_steal_ms",
 ]
 
 
@@ -695,13 +710,15 @@ def _write_time(
     replied: float,
     after_start: float,
     fan_out: tuple[str, str, str],
+    steal_s: float | None,
 ) -> None:
     """One row of ``--times``: the change, its time, for a join when the joiner's ``start()``
     returned (a leave's stop is not waited for: 0), the event that settled it, and when it
     was issued, in seconds after the start settled (the group's timers, the periodic pass and
     the pulls' 15 s long polls, began together then), and the notifications' fan-out: from
     the command to the first member's reading one, and to the last member's (and who that
-    was, told by which broker)."""
+    was, told by which broker); and the CPU time the host took from the machine's cores
+    while it settled (summed over the cores; blank where unknown)."""
     assert case.times_csv is not None and holdings.settled_at is not None
     by_cid, mark, key = holdings.settled_by or ("", "", "")
     values = [
@@ -718,6 +735,7 @@ def _write_time(
         f"{'added' if mark == '+' else 'dropped'} {key}" if mark else "",
         f"{after_start:.1f}",
         *fan_out,
+        "" if steal_s is None else f"{steal_s * 1000:.0f}",
     ]
     append_csv(case.times_csv, [dict(zip(TIMES_FIELDS, values, strict=True))], TIMES_FIELDS)
 
@@ -900,7 +918,13 @@ async def main_async(args: argparse.Namespace, cases: list[Case]) -> int:
                         for kind, (b, w) in r.cpu_per_kind.items()
                     )
                     + f"; idle {r.idle_cpu_per_s[0] * 1000:.0f} / "
-                    f"{r.idle_cpu_per_s[1] * 1000:.0f} ms per s",
+                    f"{r.idle_cpu_per_s[1] * 1000:.0f} ms per s"
+                    + (
+                        ""
+                        if r.host_steal_share is None
+                        else f"; host steal {r.host_steal_share * 100:.1f} % of the cores "
+                        "during the changes"
+                    ),
                     flush=True,
                 )
     if args.csv and args.plot:
