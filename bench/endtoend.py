@@ -30,7 +30,8 @@ by the same count are there:
   and the consumer gets what the broker's one thread leaves it while they keep it busy.
   *Paced*: the senders offer half the (best) sustained rate, and every message's latency from
   the send call to the listener is a sample (its body starts with the send time). Each row also
-  gives the CPU time per message of each process in its best sustained phase;
+  gives the CPU time per message of each process in its best sustained phase, and the host's
+  steal (what the machine's cores lost to its neighbours meanwhile);
 - **Redis Streams, redis-py**, a row per ``--pull-batch`` too: the same with redis-py's
   asyncio client (hiredis parser): each batch one pipeline of XADDs, one consumer in its own
   process reading with XREADGROUP (COUNT = the pull batch of the aiorocketmq row it is compared
@@ -71,7 +72,7 @@ from aiorocketmq.protocol.rpc import insecure_channel
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc
 from aiorocketmq.runtime import run
 from bench.echo_server import ECHO_METHOD
-from bench.procs import cpu_seconds
+from bench.procs import cpu_seconds, host_steal_seconds
 from bench.stats import percentile
 from bench.throughput import (
     _free_port,
@@ -376,7 +377,13 @@ async def phases(
 ) -> None:
     """The sustained rate (with each process's CPU per message), the open-loop one, then the
     paced latencies."""
-    cpu = {**cpu, "consumer": consumer.cpu_seconds, "producer": time.process_time}
+    # The host's steal too: CPU time the machine's cores lost to its neighbours, per message.
+    cpu = {
+        **cpu,
+        "consumer": consumer.cpu_seconds,
+        "producer": time.process_time,
+        "host steal": host_steal_seconds,
+    }
     for senders in args.senders:
         before = {name: f() for name, f in cpu.items()}
         c0 = backlog.consumed
@@ -571,15 +578,17 @@ async def measure_echo(args: argparse.Namespace, work: Path, bodies: list[bytes]
         payload = send_request(TOPIC, 0, bodies).SerializeToString()
         echo_run = Run(f"{ECHO_ROW}, {when}")
         for senders in args.senders:
-            cpu0 = echo_server.cpu_seconds(), time.process_time()
+            cpu0 = echo_server.cpu_seconds(), time.process_time(), host_steal_seconds()
             t0 = time.perf_counter()
             moved = await echo_calls(channel, payload, args.batch, senders, args.duration)
             if not echo_run.best(senders, moved / (time.perf_counter() - t0)):
                 continue
-            server_cpu = echo_server.cpu_seconds()
+            server_cpu, steal = echo_server.cpu_seconds(), host_steal_seconds()
             if server_cpu is not None and cpu0[0] is not None:
                 echo_run.cpu_us["echo server"] = (server_cpu - cpu0[0]) / moved * 1e6
             echo_run.cpu_us["client"] = (time.process_time() - cpu0[1]) / moved * 1e6
+            if steal is not None and cpu0[2] is not None:
+                echo_run.cpu_us["host steal"] = (steal - cpu0[2]) / moved * 1e6
         await channel.close()
     return echo_run
 
