@@ -3,7 +3,9 @@
 ``ProcessCluster`` runs one name server and ``brokers`` brokers, each on a port chosen at
 start and kept across restarts, with its store under ``root``; it can kill a broker with
 SIGKILL and start it again on the same port and store, and restart the name server.
-``BrokerProcesses`` is the one-broker cluster the benchmarks use.
+``BrokerProcesses`` is the one-broker cluster the benchmarks use. ``host_steal_seconds`` and
+``StealWatch`` read what the hypervisor took from the machine's cores, which the benchmarks
+report beside their figures.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def host_steal_seconds() -> float | None:
 
 
 class StealWatch:
-    """The host's steal time sampled every ``interval`` s while ``run`` runs: how much of a
+    """The host's steal time sampled every ``interval`` s from ``start`` on: how much of a
     span the machine lost to its neighbours, to tell a slow change the host's from the code's
     (``/proc/stat`` counts in 10 ms ticks, so a span's figure is good to about a tick)."""
 
