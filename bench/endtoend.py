@@ -101,6 +101,14 @@ def stamped(bodies: list[bytes]) -> list[bytes]:
     return [now + b[8:] for b in bodies]
 
 
+Clocks = dict[str, Callable[[], float | None]]
+"""CPU clocks by the name a row reports them under (a process's, or the host's steal)."""
+
+
+def read_clocks(clocks: Clocks) -> dict[str, float | None]:
+    return {name: clock() for name, clock in clocks.items()}
+
+
 @dataclass(frozen=True)
 class CPUClock:
     """A server process's CPU clock, by pid: what a row needs of a server, and unlike the
@@ -126,6 +134,16 @@ class Run:
     paced_rate: float = 0.0
     latencies: list[float] = field(default_factory=list)
     cpu_us: dict[str, float] = field(default_factory=dict)  # process -> µs per message
+
+    def charge(
+        self, before: dict[str, float | None], after: dict[str, float | None], moved: int
+    ) -> None:
+        """Each clock's seconds from ``before`` to ``after`` (``read_clocks``), per message
+        moved, into ``cpu_us`` (a clock unknown here is left out)."""
+        for name, now in after.items():
+            was = before[name]
+            if now is not None and was is not None and moved:
+                self.cpu_us[name] = (now - was) / moved * 1e6
 
     def best(self, senders: int, rate: float) -> bool:
         """Record the sustained ``rate`` with ``senders``; whether it is the best so far."""
@@ -373,7 +391,7 @@ async def phases(
     send: Callable[[], Coroutine[Any, Any, None]],
     consumer: ConsumerProcess,
     backlog: Backlog,
-    cpu: dict[str, Callable[[], float | None]],
+    cpu: Clocks,
 ) -> None:
     """The sustained rate (with each process's CPU per message), the open-loop one, then the
     paced latencies."""
@@ -385,18 +403,14 @@ async def phases(
         "host steal": host_steal_seconds,
     }
     for senders in args.senders:
-        before = {name: f() for name, f in cpu.items()}
+        before = read_clocks(cpu)
         c0 = backlog.consumed
         rate = await saturate(senders, args.duration, send, backlog)
         moved = backlog.consumed - c0
-        used = {name: f() for name, f in cpu.items()}
+        used = read_clocks(cpu)
         await backlog.drain()
-        if not result.best(senders, rate):
-            continue
-        for name, now in used.items():
-            was = before[name]
-            if now is not None and was is not None and moved:
-                result.cpu_us[name] = (now - was) / moved * 1e6
+        if result.best(senders, rate):
+            result.charge(before, used, moved)
     result.open_loop = await saturate(result.senders, args.duration, send, backlog, bounded=False)
     result.paced_rate = result.saturated / 2
     await backlog.drain()
@@ -577,18 +591,19 @@ async def measure_echo(args: argparse.Namespace, work: Path, bodies: list[bytes]
         )
         payload = send_request(TOPIC, 0, bodies).SerializeToString()
         echo_run = Run(f"{ECHO_ROW}, {when}")
+        clocks: Clocks = {
+            "echo server": echo_server.cpu_seconds,
+            "client": time.process_time,
+            "host steal": host_steal_seconds,
+        }
         for senders in args.senders:
-            cpu0 = echo_server.cpu_seconds(), time.process_time(), host_steal_seconds()
+            before = read_clocks(clocks)
             t0 = time.perf_counter()
             moved = await echo_calls(channel, payload, args.batch, senders, args.duration)
-            if not echo_run.best(senders, moved / (time.perf_counter() - t0)):
-                continue
-            server_cpu, steal = echo_server.cpu_seconds(), host_steal_seconds()
-            if server_cpu is not None and cpu0[0] is not None:
-                echo_run.cpu_us["echo server"] = (server_cpu - cpu0[0]) / moved * 1e6
-            echo_run.cpu_us["client"] = (time.process_time() - cpu0[1]) / moved * 1e6
-            if steal is not None and cpu0[2] is not None:
-                echo_run.cpu_us["host steal"] = (steal - cpu0[2]) / moved * 1e6
+            rate = moved / (time.perf_counter() - t0)
+            used = read_clocks(clocks)
+            if echo_run.best(senders, rate):
+                echo_run.charge(before, used, moved)
         await channel.close()
     return echo_run
 
