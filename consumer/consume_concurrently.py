@@ -8,7 +8,9 @@ for a later retry (if that fails, consumed again here after 5 s); in BROADCASTIN
 only logged. Then the messages leave the process queue and the offset to commit is the lowest
 offset still in it (the low-water mark), increase-only. A batch whose queue was dropped meanwhile
 is discarded: no ack, no offset (the new owner delivers it again). A batch of a suspended queue
-(fenced, its grant unconfirmed: ``ProcessQueue.suspend``) waits, holding no slot.
+(fenced, its grant unconfirmed: ``ProcessQueue.suspend``) waits, holding no slot. A message
+whose listener call has run longer than ``consume_timeout_ms`` (15 min) is sent back and let
+go, so that a hung call holds its queue's committed offset back no longer (``clean_expired``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ __all__ = ["ConsumeMessageConcurrentlyService"]
 log = get_logger("aiorocketmq.consumer.consume")
 
 SEND_BACK_RETRY_DELAY_S = 5.0
+CLEAN_EXPIRED_MAX = 16
+"""Most messages one clean of a queue sends back (RocketMQ's ``cleanExpiredMsg`` loop)."""
+EXPIRED_DELAY_LEVEL = 3
+"""The delay level an expired message is sent back with: its retry comes 10 s later."""
 
 
 class ConsumeMessageConcurrentlyService:
@@ -175,6 +181,41 @@ class ConsumeMessageConcurrentlyService:
             self.update_offset(mq, offset)
         if retry_locally:
             self._spawn(self._consume_later(retry_locally, pq, mq))
+
+    async def clean_expired(
+        self, pq: ProcessQueue, mq: MessageQueue, consume_timeout_ms: int
+    ) -> int:
+        """RocketMQ's ``cleanExpiredMsg``: up to ``CLEAN_EXPIRED_MAX`` head messages whose
+        listener call has run longer than ``consume_timeout_ms`` are sent back for a retry and
+        let go, so that one hung call cannot hold its queue's committed offset back for ever;
+        how many. A message that could not be sent back stays (tried again next time). In
+        BROADCASTING it is only let go, as a failed one is.
+
+        The hung call goes on: if it ends, its outcome is handled as ever, and a message it
+        fails is sent back once more (RocketMQ's behaviour too)."""
+        cleaned = 0
+        for _ in range(CLEAN_EXPIRED_MAX):
+            msg = pq.expired_head(consume_timeout_ms)
+            if msg is None or pq.dropped:
+                break
+            if self.message_model is MessageModel.CLUSTERING and not await self.send_message_back(
+                msg, EXPIRED_DELAY_LEVEL
+            ):
+                break
+            if pq.head_message() is not msg:  # consumed or let go meanwhile
+                continue
+            log.warning(
+                "a message consumed for longer than the consume timeout was let go",
+                group=self.consumer_group,
+                mq=str(mq),
+                queue_offset=msg.queue_offset,
+                timeout_ms=consume_timeout_ms,
+            )
+            offset = pq.remove_message([msg])
+            if offset >= 0 and (not pq.dropped or pq.draining):
+                self.update_offset(mq, offset)
+            cleaned += 1
+        return cleaned
 
     async def _consume_later(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue

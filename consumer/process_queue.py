@@ -41,7 +41,7 @@ import enum
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.message import MessageConst, MessageExt
 
 __all__ = [
     "CONSUME_CONCURRENTLY_MAX_SPAN",
@@ -194,6 +194,22 @@ class ProcessQueue:
     def head_message(self) -> MessageExt | None:
         """The message with the smallest offset waiting in the map, if any."""
         return self._msg_tree[self._offsets[0]] if self._offsets else None
+
+    def expired_head(self, consume_timeout_ms: int) -> MessageExt | None:
+        """The head message if its listener call started more than ``consume_timeout_ms`` ago,
+        else None (also for a head not yet handed to the listener). RocketMQ's
+        ``cleanExpiredMsg`` looks at the head only: it is what holds the committed offset back."""
+        head = self.head_message()
+        if head is None:
+            return None
+        started = head.properties.get(MessageConst.PROPERTY_CONSUME_START_TIMESTAMP)
+        try:
+            started_ms = int(started) if started else None
+        except ValueError:
+            return None
+        if started_ms is None or self.now_ms() - started_ms <= consume_timeout_ms:
+            return None
+        return head
 
     def is_pull_expired(self, pull_max_idle_ms: int = PULL_MAX_IDLE_TIME) -> bool:
         """No pull started for more than ``pull_max_idle_ms``: the pull request was lost."""

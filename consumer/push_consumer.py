@@ -267,6 +267,21 @@ class PushConsumerImpl(ConsumerCore):
                 on_consumed=self._on_consumed,
             )
             self.consume_service.stats = self.stats
+            self.spawn(self._clean_expired_loop(self.consume_service))
+
+    async def _clean_expired_loop(self, service: ConsumeMessageConcurrentlyService) -> None:
+        """Every ``consume_timeout_ms``, each queue's messages consumed for longer than that
+        are sent back and let go (``ConsumeMessageConcurrentlyService.clean_expired``)."""
+        timeout_ms = self.settings.consume_timeout_ms
+        while True:
+            await asyncio.sleep(timeout_ms / 1000)
+            if self.rebalance_impl is None:
+                continue
+            for mq, pq in list(self.rebalance_impl.process_queue_table.items()):
+                try:
+                    await service.clean_expired(pq, mq, timeout_ms)
+                except Exception:
+                    log.exception("cleaning expired messages failed", mq=str(mq))
 
     async def shutdown(self, await_terminate_s: float = 0.0) -> None:
         if not self.running:

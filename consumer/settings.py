@@ -185,6 +185,11 @@ class PushConsumerSettings(ConsumerSettings):
     #: Largest offset span cached in one queue before pulling pauses (concurrent consumption).
     #: RocketMQ: ``consumeConcurrentlyMaxSpan``. Default 2000.
     consume_concurrently_max_span: int = 2000
+    #: Concurrent: a listener call running longer than this has its messages sent back for a
+    #: retry (10 s later) and let go, checked this often, so that one hung call cannot hold
+    #: its queue's committed offset back for ever (ms). RocketMQ: ``consumeTimeout`` (in
+    #: minutes). Default 15 min.
+    consume_timeout_ms: int = 15 * 60_000
     #: Redeliveries before a message goes to the DLQ; -1 = 16 (concurrent) or unlimited
     #: (orderly). RocketMQ: ``maxReconsumeTimes``.
     max_reconsume_times: int = -1
@@ -238,6 +243,7 @@ class PushConsumerSettings(ConsumerSettings):
             ("consume_message_batch_max_size", self.consume_message_batch_max_size, 1, 1024),
             ("consume_concurrently_max_span", self.consume_concurrently_max_span, 1, 65535),
             ("pull_interval_ms", self.pull_interval_ms, 0, 65535),
+            ("consume_timeout_ms", self.consume_timeout_ms, 1, INT_MAX),
             ("watch_renew_ms", self.watch_renew_ms, 1, INT_MAX),
             ("handoff_acquire_wait_ms", self.handoff_acquire_wait_ms, 0, 2_000),
         ]

@@ -17,6 +17,7 @@ from aiorocketmq.consumer import (
     MessageQueue,
     PushConsumer,
 )
+from aiorocketmq.consumer.offset_store import ReadOffsetType
 from aiorocketmq.consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash
@@ -197,3 +198,42 @@ async def test_a_failing_message_goes_through_the_retry_levels_into_the_dlq(clus
             assert len(attempts) == 4  # not consumed again after the DLQ
         finally:
             await c.shutdown()
+
+
+async def test_a_hung_listener_call_is_retried_after_the_consume_timeout(cluster: LocalCluster) -> None:
+    """RocketMQ's consumeTimeout: a message whose listener call hangs is sent back and consumed
+    again from the retry topic, and the committed offset moves past it while the call still
+    hangs."""
+    release = asyncio.Event()
+    stuck: list[int] = []  # reconsume_times of each delivery of the stuck message
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            if m.body == b"stuck":
+                stuck.append(m.reconsume_times)
+                if m.reconsume_times == 0:
+                    await release.wait()  # hangs until the test ends
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c = PushConsumer(
+        "timeout_group", cluster.namesrv_addr, instance_name="t1", client_config=fast_client_config(),
+        consume_timeout_ms=500, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(listener)
+    async with Producer("pg", cluster.namesrv_addr) as producer:
+        try:
+            await c.start()
+            sent = await producer.send(Message(TOPIC, b"stuck"))
+            await wait_until(lambda: stuck == [0, 1], timeout=15,
+                             message="the stuck message consumed again from the retry topic")
+            assert c.offset_store is not None
+            committed = await c.offset_store.read_offset(
+                sent.message_queue, ReadOffsetType.READ_FROM_MEMORY
+            )
+            assert committed == sent.queue_offset + 1
+            assert not release.is_set()  # the first call still hangs
+        finally:
+            release.set()
+            await c.shutdown()
+    assert stuck == [0, 1]

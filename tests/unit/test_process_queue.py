@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 from hypothesis import settings
@@ -25,6 +26,9 @@ from aiorocketmq.consumer.process_queue import (
 )
 from aiorocketmq.consumer.types import ConsumeConcurrentlyStatus, MessageModel
 from aiorocketmq.protocol import MessageExt, MessageQueue
+from aiorocketmq.protocol.message import MessageConst
+
+CONSUME_START = MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
 
 
 class FakeClock:
@@ -389,3 +393,78 @@ async def test_a_suspended_queue_hands_no_batch_to_the_listener_until_resumed_or
     for _ in range(10):
         await asyncio.sleep(0)
     assert seen == [10, 0, 1] and service.in_flight() == 0
+
+
+def test_the_head_expires_once_its_listener_call_ran_longer_than_the_consume_timeout() -> None:
+    clock = FakeClock()
+    pq = ProcessQueue(now_ms=clock)
+    assert pq.expired_head(1_000) is None  # nothing held
+    batch = msgs(0, 1)
+    pq.put_message(batch)
+    clock.now += 5_000
+    assert pq.expired_head(1_000) is None  # not handed to the listener yet
+    batch[1].properties[CONSUME_START] = str(clock.now - 5_000)
+    assert pq.expired_head(1_000) is None  # only the head holds the offset back
+    batch[0].properties[CONSUME_START] = str(clock.now)
+    clock.now += 1_000
+    assert pq.expired_head(1_000) is None  # the timeout itself is not over it
+    clock.now += 1
+    assert pq.expired_head(1_000) is batch[0]
+    batch[0].properties[CONSUME_START] = "not a time"
+    assert pq.expired_head(1_000) is None
+
+
+@pytest.mark.parametrize(
+    ("model", "sends_back", "let_go"),
+    [
+        (MessageModel.CLUSTERING, True, True),
+        (MessageModel.CLUSTERING, False, False),  # the send back failed: it stays
+        (MessageModel.BROADCASTING, None, True),  # only let go, as a failed one is
+    ],
+)
+async def test_a_hung_listener_call_is_sent_back_and_no_longer_holds_the_offset(
+    model: MessageModel, sends_back: bool | None, let_go: bool
+) -> None:
+    """RocketMQ's cleanExpiredMsg: the head message whose call has run past the consume
+    timeout goes back to the broker for a retry (delay level 3), and the committed offset moves
+    past it; the call that hung may still end, and then commits nothing older."""
+    release = asyncio.Event()
+
+    async def listener(batch: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        if batch[0].queue_offset == 0:
+            await release.wait()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    sent_back: list[tuple[int, int]] = []
+
+    async def send_back(m: MessageExt, level: int) -> bool:
+        sent_back.append((m.queue_offset, level))
+        return bool(sends_back)
+
+    committed: list[int] = []
+    service = ConsumeMessageConcurrentlyService(
+        "g",
+        listener,
+        model,
+        update_offset=lambda mq, offset: committed.append(offset),
+        send_message_back=send_back,
+    )
+    clock = FakeClock(int(time.time() * 1000))  # the listener's start is stamped in wall time
+    pq, mq = ProcessQueue(now_ms=clock), MessageQueue("T", "b", 0)
+    batch = msgs(0, 1, 2)
+    pq.put_message(batch)
+    service.submit_consume_request(batch, pq, mq)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert committed == [0, 0]  # 1 and 2 done; 0 holds the low-water mark
+    assert await service.clean_expired(pq, mq, 60_000) == 0  # not past the timeout yet
+    clock.now += 61_000
+    assert await service.clean_expired(pq, mq, 60_000) == (1 if let_go else 0)
+    expected = [] if sends_back is None else [(0, 3)]
+    assert sent_back == expected
+    assert committed[-1] == (3 if let_go else 0) and pq.msg_count == (0 if let_go else 1)
+    release.set()  # the hung call ends at last
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert service.in_flight() == 0
+    assert committed[-1] == 3  # either way the queue is consumed to its end
