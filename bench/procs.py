@@ -75,7 +75,18 @@ class StealWatch:
 
     def __init__(self, interval: float = 0.02) -> None:
         self.interval = interval
-        self.samples: list[tuple[float, float]] = []  # (time.time(), steal seconds)
+        self.times: list[float] = []  # time.time() of each sample, increasing
+        self.stolen: list[float] = []  # the host's steal seconds at each
+
+    @property
+    def samples(self) -> list[tuple[float, float]]:
+        """``(time.time(), steal seconds)`` of every sample, oldest first."""
+        return list(zip(self.times, self.stolen, strict=True))
+
+    def add(self, when: float, steal: float) -> None:
+        """A sample taken at ``when``."""
+        self.times.append(when)
+        self.stolen.append(steal)
 
     def start(self) -> asyncio.Task[None]:
         """Take a sample now and then every ``interval`` s in a task (cancel it to stop)."""
@@ -85,7 +96,7 @@ class StealWatch:
     def _sample(self) -> bool:
         steal = host_steal_seconds()
         if steal is not None:
-            self.samples.append((time.time(), steal))
+            self.add(time.time(), steal)
         return steal is not None
 
     async def _run(self) -> None:
@@ -96,9 +107,9 @@ class StealWatch:
 
     def share(self, start: float) -> float | None:
         """Steal from ``start`` to the latest sample, as a share of the machine's cores."""
-        if not self.samples:
+        if not self.times:
             return None
-        end = self.samples[-1][0]
+        end = self.times[-1]
         stolen = self.between(start, end)
         if stolen is None or end <= start:
             return None
@@ -106,13 +117,14 @@ class StealWatch:
 
     def between(self, start: float, end: float) -> float | None:
         """Steal seconds from ``start`` to ``end`` (``time.time()``), from the samples that
-        bracket the span; None when no sample covers it."""
-        times = [t for t, _ in self.samples]
+        bracket the span; None when no sample covers it. Two bisections: a run of hundreds
+        of changes asks once per change of a watch that holds a sample every 20 ms."""
+        times = self.times
         i = max(0, bisect.bisect_right(times, start) - 1)
         j = bisect.bisect_left(times, end)
-        if not self.samples or j >= len(times) or times[i] > start:
+        if not times or j >= len(times) or times[i] > start:
             return None
-        return self.samples[j][1] - self.samples[i][1]
+        return self.stolen[j] - self.stolen[i]
 
 
 class ProcessCluster:
