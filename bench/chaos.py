@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiorocketmq.cli.common import non_negative_type
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.producer import Message, Producer
 from aiorocketmq.protocol.errors import MQError
@@ -712,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", type=int, default=1, help="schedules at a time (one cluster)")
     p.add_argument(
         "--consume-ms",
-        type=float,
+        type=non_negative_type,
         default=0.0,
         help="work each message takes in the consumers' listeners (default 0: quick), so that "
         "faults land with consumption in flight",

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiorocketmq.cli.common import non_negative_type
 from aiorocketmq.consumer import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -194,7 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.handoff", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
-        "--consume-ms", type=float, default=0.0, help="time each message takes to consume"
+        "--consume-ms",
+        type=non_negative_type,
+        default=0.0,
+        help="time each message takes to consume",
     )
     args = parser.parse_args(argv)
     from aiorocketmq.logs import configure_logging

@@ -20,6 +20,7 @@ from aiorocketmq.cli.common import (
     check_namesrv,
     default_namesrv_addr,
     namesrv_addr_type,
+    non_negative_type,
 )
 from aiorocketmq.consumer import (
     ConsumeConcurrentlyContext,
@@ -65,16 +66,6 @@ def _strategy(name: str) -> str:
     return name
 
 
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
-
-
 def add_consume_parser(sub: Any) -> None:
     p = sub.add_parser("consume", help="run a push consumer until SIGINT/SIGTERM")
     _namesrv_argument(p)
@@ -95,7 +86,7 @@ def add_consume_parser(sub: Any) -> None:
     p.add_argument("--rebalance-interval-ms", type=int, default=20_000)
     p.add_argument(
         "--consume-ms",
-        type=_non_negative,
+        type=non_negative_type,
         default=0.0,
         metavar="MS",
         help="work each message takes in the listener (a sleep), to watch queues move and "

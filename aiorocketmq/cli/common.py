@@ -32,6 +32,7 @@ __all__ = [
     "default_namesrv_addr",
     "explain",
     "namesrv_addr_type",
+    "non_negative_type",
     "quiet_broken_pipe",
     "timestamp_ms_type",
 ]
@@ -114,6 +115,17 @@ async def _probe_namesrv(addr: str, timeout: float) -> None:
             ) from None
         except MQError as e:
             raise ToolError(explain(e, addr)) from None
+
+
+def non_negative_type(text: str) -> float:
+    """An argparse type: a number of 0 or more (a duration, a rate), else a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
 
 
 def timestamp_ms_type(text: str) -> int:
