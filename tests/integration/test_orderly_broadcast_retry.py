@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,6 +147,19 @@ async def test_broadcasting_delivers_everything_to_each_and_a_late_joiner_starts
     assert received["b1"].duplicates() == 0 and received["b2"].duplicates() == 0
 
 
+def concurrent_consumer(
+    cluster: LocalCluster, group: str, listener: Any, **options: Any
+) -> PushConsumer:
+    """A consumer of ``group`` reading TOPIC from its first offset with ``listener``."""
+    c = PushConsumer(
+        group, cluster.namesrv_addr, instance_name=group, client_config=fast_client_config(),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **options,
+    )
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(listener)
+    return c
+
+
 async def test_a_failing_message_goes_through_the_retry_levels_into_the_dlq(cluster: LocalCluster) -> None:
     attempts: list[int] = []
     ok: list[bytes] = []
@@ -159,12 +173,7 @@ async def test_a_failing_message_goes_through_the_retry_levels_into_the_dlq(clus
             ok.append(m.body)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    c = PushConsumer(
-        "retry_group", cluster.namesrv_addr, instance_name="r1", client_config=fast_client_config(),
-        max_reconsume_times=3, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-    )
-    c.subscribe(TOPIC, "*")
-    c.register_message_listener(listener)
+    c = concurrent_consumer(cluster, "retry_group", listener, max_reconsume_times=3)
     async with Producer("pg", cluster.namesrv_addr) as producer:
         try:
             await c.start()
@@ -215,12 +224,7 @@ async def test_a_hung_listener_call_is_retried_after_the_consume_timeout(cluster
                     await release.wait()  # hangs until the test ends
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    c = PushConsumer(
-        "timeout_group", cluster.namesrv_addr, instance_name="t1", client_config=fast_client_config(),
-        consume_timeout_ms=500, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-    )
-    c.subscribe(TOPIC, "*")
-    c.register_message_listener(listener)
+    c = concurrent_consumer(cluster, "timeout_group", listener, consume_timeout_ms=500)
     async with Producer("pg", cluster.namesrv_addr) as producer:
         try:
             await c.start()
