@@ -188,8 +188,10 @@ class ConsumeMessageConcurrentlyService:
         """RocketMQ's ``cleanExpiredMsg``: up to ``CLEAN_EXPIRED_MAX`` head messages whose
         listener call has run longer than ``consume_timeout_ms`` are sent back for a retry and
         let go, so that one hung call cannot hold its queue's committed offset back for ever;
-        how many. A message that could not be sent back stays (tried again next time). In
-        BROADCASTING it is only let go, as a failed one is.
+        how many. The new low-water mark is committed at once (RocketMQ waits for the queue's
+        next ack: on a queue with nothing else to consume, that is never). A message that
+        could not be sent back stays (tried again next time). In BROADCASTING it is only let
+        go, as a failed one is.
 
         The hung call goes on: if it ends, its outcome is handled as ever, and a message it
         fails is sent back once more (RocketMQ's behaviour too)."""
