@@ -314,9 +314,19 @@ class RouteInfoManager:
             if not live:
                 continue
             route.queue_datas.append(queue_data)
+            # Ours: where each of them serves remoting too, for clients sending and pulling so.
+            cluster = broker_data.cluster
+            remoting = {
+                i: r
+                for i, a in live.items()
+                if (r := self.broker_live_table[BrokerAddrInfo(cluster, a)].remoting_addr)
+            }
             route.broker_datas.append(
                 common_pb2.BrokerData(
-                    cluster=broker_data.cluster, broker_name=broker_name, broker_addrs=live
+                    cluster=broker_data.cluster,
+                    broker_name=broker_name,
+                    broker_addrs=live,
+                    remoting_addrs=remoting,
                 )
             )
         if not route.broker_datas:

@@ -50,3 +50,11 @@ def master_addr(route: common_pb2.TopicRouteData, broker_name: str) -> str | Non
         if bd.broker_name == broker_name:
             return bd.broker_addrs.get(MASTER_ID)
     return None
+
+
+def remoting_master_addr(route: common_pb2.TopicRouteData, broker_name: str) -> str | None:
+    """The remoting address of ``broker_name``'s master in the route, if it serves remoting."""
+    for bd in route.broker_datas:
+        if bd.broker_name == broker_name:
+            return bd.remoting_addrs.get(MASTER_ID)
+    return None

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$aiorocketmq/protocol/v1/common.proto\x12\x0e\x61iorocketmq.v1\"D\n\x0cMessageQueue\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\"\x89\x01\n\x0bTopicConfig\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x16\n\x0etopic_sys_flag\x18\x05 \x01(\x05\x12\r\n\x05order\x18\x06 \x01(\x08\"y\n\tQueueData\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x16\n\x0etopic_sys_flag\x18\x05 \x01(\x05\"\xa9\x01\n\nBrokerData\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x41\n\x0c\x62roker_addrs\x18\x03 \x03(\x0b\x32+.aiorocketmq.v1.BrokerData.BrokerAddrsEntry\x1a\x32\n\x10\x42rokerAddrsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x03\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8c\x01\n\x0eTopicRouteData\x12.\n\x0bqueue_datas\x18\x01 \x03(\x0b\x32\x19.aiorocketmq.v1.QueueData\x12\x30\n\x0c\x62roker_datas\x18\x02 \x03(\x0b\x32\x1a.aiorocketmq.v1.BrokerData\x12\x18\n\x10order_topic_conf\x18\x03 \x01(\t\"\xda\x01\n\x07Message\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0c\n\x04tags\x18\x03 \x01(\t\x12\x0c\n\x04keys\x18\x04 \x01(\t\x12\x0c\n\x04\x66lag\x18\x05 \x01(\x05\x12;\n\nproperties\x18\x06 \x03(\x0b\x32\'.aiorocketmq.v1.Message.PropertiesEntry\x12\x18\n\x10\x64\x65lay_time_level\x18\x07 \x01(\x05\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xc5\x03\n\nMessageExt\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0c\n\x04tags\x18\x03 \x01(\t\x12\x0c\n\x04keys\x18\x04 \x01(\t\x12\x0c\n\x04\x66lag\x18\x05 \x01(\x05\x12>\n\nproperties\x18\x06 \x03(\x0b\x32*.aiorocketmq.v1.MessageExt.PropertiesEntry\x12\x13\n\x0b\x62roker_name\x18\x07 \x01(\t\x12\x10\n\x08queue_id\x18\x08 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\t \x01(\x03\x12\x19\n\x11\x63ommit_log_offset\x18\n \x01(\x03\x12\x0e\n\x06msg_id\x18\x0b \x01(\t\x12\x16\n\x0e\x62orn_timestamp\x18\x0c \x01(\x03\x12\x11\n\tborn_host\x18\r \x01(\t\x12\x17\n\x0fstore_timestamp\x18\x0e \x01(\x03\x12\x12\n\nstore_host\x18\x0f \x01(\t\x12\x17\n\x0freconsume_times\x18\x10 \x01(\x05\x12\x12\n\nstore_size\x18\x11 \x01(\x05\x12\x10\n\x08\x62ody_crc\x18\x12 \x01(\x05\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x87\x01\n\x10SubscriptionData\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x12\n\nsub_string\x18\x02 \x01(\t\x12\x10\n\x08tags_set\x18\x03 \x03(\t\x12\x10\n\x08\x63ode_set\x18\x04 \x03(\x05\x12\x13\n\x0bsub_version\x18\x05 \x01(\x03\x12\x17\n\x0f\x65xpression_type\x18\x06 \x01(\t\"\x9c\x02\n\x0c\x43onsumerData\x12\x12\n\ngroup_name\x18\x01 \x01(\t\x12\x31\n\x0c\x63onsume_type\x18\x02 \x01(\x0e\x32\x1b.aiorocketmq.v1.ConsumeType\x12\x33\n\rmessage_model\x18\x03 \x01(\x0e\x32\x1c.aiorocketmq.v1.MessageModel\x12<\n\x12\x63onsume_from_where\x18\x04 \x01(\x0e\x32 .aiorocketmq.v1.ConsumeFromWhere\x12?\n\x15subscription_data_set\x18\x05 \x03(\x0b\x32 .aiorocketmq.v1.SubscriptionData\x12\x11\n\tunit_mode\x18\x06 \x01(\x08\"\"\n\x0cProducerData\x12\x12\n\ngroup_name\x18\x01 \x01(\t\"\x94\x01\n\rHeartbeatData\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x37\n\x11producer_data_set\x18\x02 \x03(\x0b\x32\x1c.aiorocketmq.v1.ProducerData\x12\x37\n\x11\x63onsumer_data_set\x18\x03 \x03(\x0b\x32\x1c.aiorocketmq.v1.ConsumerData*\x8a\x05\n\x0cResponseCode\x12\x0b\n\x07SUCCESS\x10\x00\x12\x10\n\x0cSYSTEM_ERROR\x10\x01\x12\x0f\n\x0bSYSTEM_BUSY\x10\x02\x12\x1e\n\x1aREQUEST_CODE_NOT_SUPPORTED\x10\x03\x12\x16\n\x12\x46LUSH_DISK_TIMEOUT\x10\n\x12\x17\n\x13SLAVE_NOT_AVAILABLE\x10\x0b\x12\x17\n\x13\x46LUSH_SLAVE_TIMEOUT\x10\x0c\x12\x13\n\x0fMESSAGE_ILLEGAL\x10\r\x12\x19\n\x15SERVICE_NOT_AVAILABLE\x10\x0e\x12\x19\n\x15VERSION_NOT_SUPPORTED\x10\x0f\x12\x11\n\rNO_PERMISSION\x10\x10\x12\x13\n\x0fTOPIC_NOT_EXIST\x10\x11\x12\x17\n\x13TOPIC_EXIST_ALREADY\x10\x12\x12\x12\n\x0ePULL_NOT_FOUND\x10\x13\x12\x1a\n\x16PULL_RETRY_IMMEDIATELY\x10\x14\x12\x15\n\x11PULL_OFFSET_MOVED\x10\x15\x12\x13\n\x0fQUERY_NOT_FOUND\x10\x16\x12\x1d\n\x19SUBSCRIPTION_PARSE_FAILED\x10\x17\x12\x1a\n\x16SUBSCRIPTION_NOT_EXIST\x10\x18\x12\x1b\n\x17SUBSCRIPTION_NOT_LATEST\x10\x19\x12 \n\x1cSUBSCRIPTION_GROUP_NOT_EXIST\x10\x1a\x12\x15\n\x11INVALID_PARAMETER\x10\x1d\x12\x0f\n\nNO_MESSAGE\x10\xd0\x01\x12\x11\n\x0c\x46LOW_CONTROL\x10\xd7\x01\x12\x16\n\x11\x43HANNEL_NOT_FOUND\x10\xe8\x07\x12\x11\n\x0cQUEUE_FENCED\x10\xe9\x07\x12\x18\n\x13QUEUE_HELD_BY_OTHER\x10\xea\x07*X\n\x0b\x43onsumeType\x12\x1c\n\x18\x43ONSUME_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x43ONSUME_ACTIVELY\x10\x01\x12\x15\n\x11\x43ONSUME_PASSIVELY\x10\x02*O\n\x0cMessageModel\x12\x1d\n\x19MESSAGE_MODEL_UNSPECIFIED\x10\x00\x12\x0e\n\nCLUSTERING\x10\x01\x12\x10\n\x0c\x42ROADCASTING\x10\x02*\x8f\x01\n\x10\x43onsumeFromWhere\x12\"\n\x1e\x43ONSUME_FROM_WHERE_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43ONSUME_FROM_LAST_OFFSET\x10\x01\x12\x1d\n\x19\x43ONSUME_FROM_FIRST_OFFSET\x10\x02\x12\x1a\n\x16\x43ONSUME_FROM_TIMESTAMP\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$aiorocketmq/protocol/v1/common.proto\x12\x0e\x61iorocketmq.v1\"D\n\x0cMessageQueue\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\"\x89\x01\n\x0bTopicConfig\x12\x12\n\ntopic_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x16\n\x0etopic_sys_flag\x18\x05 \x01(\x05\x12\r\n\x05order\x18\x06 \x01(\x08\"y\n\tQueueData\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x16\n\x0etopic_sys_flag\x18\x05 \x01(\x05\"\xa6\x02\n\nBrokerData\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x41\n\x0c\x62roker_addrs\x18\x03 \x03(\x0b\x32+.aiorocketmq.v1.BrokerData.BrokerAddrsEntry\x12\x45\n\x0eremoting_addrs\x18\x04 \x03(\x0b\x32-.aiorocketmq.v1.BrokerData.RemotingAddrsEntry\x1a\x32\n\x10\x42rokerAddrsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x03\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x34\n\x12RemotingAddrsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x03\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8c\x01\n\x0eTopicRouteData\x12.\n\x0bqueue_datas\x18\x01 \x03(\x0b\x32\x19.aiorocketmq.v1.QueueData\x12\x30\n\x0c\x62roker_datas\x18\x02 \x03(\x0b\x32\x1a.aiorocketmq.v1.BrokerData\x12\x18\n\x10order_topic_conf\x18\x03 \x01(\t\"\xda\x01\n\x07Message\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0c\n\x04tags\x18\x03 \x01(\t\x12\x0c\n\x04keys\x18\x04 \x01(\t\x12\x0c\n\x04\x66lag\x18\x05 \x01(\x05\x12;\n\nproperties\x18\x06 \x03(\x0b\x32\'.aiorocketmq.v1.Message.PropertiesEntry\x12\x18\n\x10\x64\x65lay_time_level\x18\x07 \x01(\x05\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xc5\x03\n\nMessageExt\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0c\n\x04tags\x18\x03 \x01(\t\x12\x0c\n\x04keys\x18\x04 \x01(\t\x12\x0c\n\x04\x66lag\x18\x05 \x01(\x05\x12>\n\nproperties\x18\x06 \x03(\x0b\x32*.aiorocketmq.v1.MessageExt.PropertiesEntry\x12\x13\n\x0b\x62roker_name\x18\x07 \x01(\t\x12\x10\n\x08queue_id\x18\x08 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\t \x01(\x03\x12\x19\n\x11\x63ommit_log_offset\x18\n \x01(\x03\x12\x0e\n\x06msg_id\x18\x0b \x01(\t\x12\x16\n\x0e\x62orn_timestamp\x18\x0c \x01(\x03\x12\x11\n\tborn_host\x18\r \x01(\t\x12\x17\n\x0fstore_timestamp\x18\x0e \x01(\x03\x12\x12\n\nstore_host\x18\x0f \x01(\t\x12\x17\n\x0freconsume_times\x18\x10 \x01(\x05\x12\x12\n\nstore_size\x18\x11 \x01(\x05\x12\x10\n\x08\x62ody_crc\x18\x12 \x01(\x05\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x87\x01\n\x10SubscriptionData\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x12\n\nsub_string\x18\x02 \x01(\t\x12\x10\n\x08tags_set\x18\x03 \x03(\t\x12\x10\n\x08\x63ode_set\x18\x04 \x03(\x05\x12\x13\n\x0bsub_version\x18\x05 \x01(\x03\x12\x17\n\x0f\x65xpression_type\x18\x06 \x01(\t\"\x9c\x02\n\x0c\x43onsumerData\x12\x12\n\ngroup_name\x18\x01 \x01(\t\x12\x31\n\x0c\x63onsume_type\x18\x02 \x01(\x0e\x32\x1b.aiorocketmq.v1.ConsumeType\x12\x33\n\rmessage_model\x18\x03 \x01(\x0e\x32\x1c.aiorocketmq.v1.MessageModel\x12<\n\x12\x63onsume_from_where\x18\x04 \x01(\x0e\x32 .aiorocketmq.v1.ConsumeFromWhere\x12?\n\x15subscription_data_set\x18\x05 \x03(\x0b\x32 .aiorocketmq.v1.SubscriptionData\x12\x11\n\tunit_mode\x18\x06 \x01(\x08\"\"\n\x0cProducerData\x12\x12\n\ngroup_name\x18\x01 \x01(\t\"\x94\x01\n\rHeartbeatData\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x37\n\x11producer_data_set\x18\x02 \x03(\x0b\x32\x1c.aiorocketmq.v1.ProducerData\x12\x37\n\x11\x63onsumer_data_set\x18\x03 \x03(\x0b\x32\x1c.aiorocketmq.v1.ConsumerData*\x8a\x05\n\x0cResponseCode\x12\x0b\n\x07SUCCESS\x10\x00\x12\x10\n\x0cSYSTEM_ERROR\x10\x01\x12\x0f\n\x0bSYSTEM_BUSY\x10\x02\x12\x1e\n\x1aREQUEST_CODE_NOT_SUPPORTED\x10\x03\x12\x16\n\x12\x46LUSH_DISK_TIMEOUT\x10\n\x12\x17\n\x13SLAVE_NOT_AVAILABLE\x10\x0b\x12\x17\n\x13\x46LUSH_SLAVE_TIMEOUT\x10\x0c\x12\x13\n\x0fMESSAGE_ILLEGAL\x10\r\x12\x19\n\x15SERVICE_NOT_AVAILABLE\x10\x0e\x12\x19\n\x15VERSION_NOT_SUPPORTED\x10\x0f\x12\x11\n\rNO_PERMISSION\x10\x10\x12\x13\n\x0fTOPIC_NOT_EXIST\x10\x11\x12\x17\n\x13TOPIC_EXIST_ALREADY\x10\x12\x12\x12\n\x0ePULL_NOT_FOUND\x10\x13\x12\x1a\n\x16PULL_RETRY_IMMEDIATELY\x10\x14\x12\x15\n\x11PULL_OFFSET_MOVED\x10\x15\x12\x13\n\x0fQUERY_NOT_FOUND\x10\x16\x12\x1d\n\x19SUBSCRIPTION_PARSE_FAILED\x10\x17\x12\x1a\n\x16SUBSCRIPTION_NOT_EXIST\x10\x18\x12\x1b\n\x17SUBSCRIPTION_NOT_LATEST\x10\x19\x12 \n\x1cSUBSCRIPTION_GROUP_NOT_EXIST\x10\x1a\x12\x15\n\x11INVALID_PARAMETER\x10\x1d\x12\x0f\n\nNO_MESSAGE\x10\xd0\x01\x12\x11\n\x0c\x46LOW_CONTROL\x10\xd7\x01\x12\x16\n\x11\x43HANNEL_NOT_FOUND\x10\xe8\x07\x12\x11\n\x0cQUEUE_FENCED\x10\xe9\x07\x12\x18\n\x13QUEUE_HELD_BY_OTHER\x10\xea\x07*X\n\x0b\x43onsumeType\x12\x1c\n\x18\x43ONSUME_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x43ONSUME_ACTIVELY\x10\x01\x12\x15\n\x11\x43ONSUME_PASSIVELY\x10\x02*O\n\x0cMessageModel\x12\x1d\n\x19MESSAGE_MODEL_UNSPECIFIED\x10\x00\x12\x0e\n\nCLUSTERING\x10\x01\x12\x10\n\x0c\x42ROADCASTING\x10\x02*\x8f\x01\n\x10\x43onsumeFromWhere\x12\"\n\x1e\x43ONSUME_FROM_WHERE_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43ONSUME_FROM_LAST_OFFSET\x10\x01\x12\x1d\n\x19\x43ONSUME_FROM_FIRST_OFFSET\x10\x02\x12\x1a\n\x16\x43ONSUME_FROM_TIMESTAMP\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,18 +33,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_BROKERDATA_BROKERADDRSENTRY']._loaded_options = None
   _globals['_BROKERDATA_BROKERADDRSENTRY']._serialized_options = b'8\001'
+  _globals['_BROKERDATA_REMOTINGADDRSENTRY']._loaded_options = None
+  _globals['_BROKERDATA_REMOTINGADDRSENTRY']._serialized_options = b'8\001'
   _globals['_MESSAGE_PROPERTIESENTRY']._loaded_options = None
   _globals['_MESSAGE_PROPERTIESENTRY']._serialized_options = b'8\001'
   _globals['_MESSAGEEXT_PROPERTIESENTRY']._loaded_options = None
   _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_options = b'8\001'
-  _globals['_RESPONSECODE']._serialized_start=1994
-  _globals['_RESPONSECODE']._serialized_end=2644
-  _globals['_CONSUMETYPE']._serialized_start=2646
-  _globals['_CONSUMETYPE']._serialized_end=2734
-  _globals['_MESSAGEMODEL']._serialized_start=2736
-  _globals['_MESSAGEMODEL']._serialized_end=2815
-  _globals['_CONSUMEFROMWHERE']._serialized_start=2818
-  _globals['_CONSUMEFROMWHERE']._serialized_end=2961
+  _globals['_RESPONSECODE']._serialized_start=2119
+  _globals['_RESPONSECODE']._serialized_end=2769
+  _globals['_CONSUMETYPE']._serialized_start=2771
+  _globals['_CONSUMETYPE']._serialized_end=2859
+  _globals['_MESSAGEMODEL']._serialized_start=2861
+  _globals['_MESSAGEMODEL']._serialized_end=2940
+  _globals['_CONSUMEFROMWHERE']._serialized_start=2943
+  _globals['_CONSUMEFROMWHERE']._serialized_end=3086
   _globals['_MESSAGEQUEUE']._serialized_start=56
   _globals['_MESSAGEQUEUE']._serialized_end=124
   _globals['_TOPICCONFIG']._serialized_start=127
@@ -52,25 +54,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUEUEDATA']._serialized_start=266
   _globals['_QUEUEDATA']._serialized_end=387
   _globals['_BROKERDATA']._serialized_start=390
-  _globals['_BROKERDATA']._serialized_end=559
-  _globals['_BROKERDATA_BROKERADDRSENTRY']._serialized_start=509
-  _globals['_BROKERDATA_BROKERADDRSENTRY']._serialized_end=559
-  _globals['_TOPICROUTEDATA']._serialized_start=562
-  _globals['_TOPICROUTEDATA']._serialized_end=702
-  _globals['_MESSAGE']._serialized_start=705
-  _globals['_MESSAGE']._serialized_end=923
-  _globals['_MESSAGE_PROPERTIESENTRY']._serialized_start=874
-  _globals['_MESSAGE_PROPERTIESENTRY']._serialized_end=923
-  _globals['_MESSAGEEXT']._serialized_start=926
-  _globals['_MESSAGEEXT']._serialized_end=1379
-  _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_start=874
-  _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_end=923
-  _globals['_SUBSCRIPTIONDATA']._serialized_start=1382
-  _globals['_SUBSCRIPTIONDATA']._serialized_end=1517
-  _globals['_CONSUMERDATA']._serialized_start=1520
-  _globals['_CONSUMERDATA']._serialized_end=1804
-  _globals['_PRODUCERDATA']._serialized_start=1806
-  _globals['_PRODUCERDATA']._serialized_end=1840
-  _globals['_HEARTBEATDATA']._serialized_start=1843
-  _globals['_HEARTBEATDATA']._serialized_end=1991
+  _globals['_BROKERDATA']._serialized_end=684
+  _globals['_BROKERDATA_BROKERADDRSENTRY']._serialized_start=580
+  _globals['_BROKERDATA_BROKERADDRSENTRY']._serialized_end=630
+  _globals['_BROKERDATA_REMOTINGADDRSENTRY']._serialized_start=632
+  _globals['_BROKERDATA_REMOTINGADDRSENTRY']._serialized_end=684
+  _globals['_TOPICROUTEDATA']._serialized_start=687
+  _globals['_TOPICROUTEDATA']._serialized_end=827
+  _globals['_MESSAGE']._serialized_start=830
+  _globals['_MESSAGE']._serialized_end=1048
+  _globals['_MESSAGE_PROPERTIESENTRY']._serialized_start=999
+  _globals['_MESSAGE_PROPERTIESENTRY']._serialized_end=1048
+  _globals['_MESSAGEEXT']._serialized_start=1051
+  _globals['_MESSAGEEXT']._serialized_end=1504
+  _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_start=999
+  _globals['_MESSAGEEXT_PROPERTIESENTRY']._serialized_end=1048
+  _globals['_SUBSCRIPTIONDATA']._serialized_start=1507
+  _globals['_SUBSCRIPTIONDATA']._serialized_end=1642
+  _globals['_CONSUMERDATA']._serialized_start=1645
+  _globals['_CONSUMERDATA']._serialized_end=1929
+  _globals['_PRODUCERDATA']._serialized_start=1931
+  _globals['_PRODUCERDATA']._serialized_end=1965
+  _globals['_HEARTBEATDATA']._serialized_start=1968
+  _globals['_HEARTBEATDATA']._serialized_end=2116
 # @@protoc_insertion_point(module_scope)

@@ -134,8 +134,15 @@ class QueueData(_message.Message):
     def __init__(self, broker_name: _Optional[str] = ..., read_queue_nums: _Optional[int] = ..., write_queue_nums: _Optional[int] = ..., perm: _Optional[int] = ..., topic_sys_flag: _Optional[int] = ...) -> None: ...
 
 class BrokerData(_message.Message):
-    __slots__ = ("cluster", "broker_name", "broker_addrs")
+    __slots__ = ("cluster", "broker_name", "broker_addrs", "remoting_addrs")
     class BrokerAddrsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: str
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[str] = ...) -> None: ...
+    class RemotingAddrsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -145,10 +152,12 @@ class BrokerData(_message.Message):
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ADDRS_FIELD_NUMBER: _ClassVar[int]
+    REMOTING_ADDRS_FIELD_NUMBER: _ClassVar[int]
     cluster: str
     broker_name: str
     broker_addrs: _containers.ScalarMap[int, str]
-    def __init__(self, cluster: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addrs: _Optional[_Mapping[int, str]] = ...) -> None: ...
+    remoting_addrs: _containers.ScalarMap[int, str]
+    def __init__(self, cluster: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_addrs: _Optional[_Mapping[int, str]] = ..., remoting_addrs: _Optional[_Mapping[int, str]] = ...) -> None: ...
 
 class TopicRouteData(_message.Message):
     __slots__ = ("queue_datas", "broker_datas", "order_topic_conf")
