@@ -14,7 +14,9 @@ path. A group can therefore mix remoting and gRPC members, each notified in its 
 Where the wire differs from our store:
 
 - pulls answer version-1 records (``protocol/remoting/records.py``) with the remoting address
-  as STOREHOST, and send answers name messages by offset ids made from that address;
+  as STOREHOST, and send answers name messages by offset ids made from that address (our own
+  clients ask for the stored records and the commit log offsets instead:
+  ``protocol/remoting/data.py``);
 - a compressed body (sysFlag bit 0, zlib) is inflated before it is stored;
 - a request code we do not serve answers REQUEST_CODE_NOT_SUPPORTED (3).
 """
@@ -22,16 +24,14 @@ Where the wire differs from our store:
 from __future__ import annotations
 
 import asyncio
-import zlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiorocketmq.broker.client.channel import Channel
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.batch import batch_item
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
-from aiorocketmq.protocol.errors import InvalidArgument, SubscriptionGroupNotExist
-from aiorocketmq.protocol.record import create_message_ids, parse_host
+from aiorocketmq.protocol.errors import SubscriptionGroupNotExist
+from aiorocketmq.protocol.record import parse_host
 from aiorocketmq.protocol.remoting.bodies import (
     consumer_list_body,
     lock_response_body,
@@ -39,7 +39,14 @@ from aiorocketmq.protocol.remoting.bodies import (
     parse_lock_body,
 )
 from aiorocketmq.protocol.remoting.command import RemotingCommand, not_supported
-from aiorocketmq.protocol.remoting.fields import Fields, send_fields
+from aiorocketmq.protocol.remoting.data import (
+    PULL_RESPONSE_CODES,
+    pull_answer,
+    pull_request,
+    send_answer,
+    send_request,
+)
+from aiorocketmq.protocol.remoting.fields import Fields
 from aiorocketmq.protocol.remoting.records import to_v1_records
 from aiorocketmq.protocol.remoting.server import RemotingConnection
 from aiorocketmq.protocol.v1 import broker_pb2
@@ -50,27 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["PULL_RESPONSE_CODES", "BrokerRemoting"]
 
 log = get_logger("aiorocketmq.broker.remoting")
-
-# PullStatus -> the response code a remoting pull answers.
-PULL_RESPONSE_CODES = {
-    broker_pb2.FOUND: ResponseCode.SUCCESS,
-    broker_pb2.NO_NEW_MSG: ResponseCode.PULL_NOT_FOUND,
-    broker_pb2.NO_MATCHED_MSG: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    broker_pb2.OFFSET_ILLEGAL: ResponseCode.PULL_OFFSET_MOVED,
-}
-# SendStatus -> response code (all four mean "stored").
-_SEND_RESPONSE_CODES = {
-    broker_pb2.SEND_OK: ResponseCode.SUCCESS,
-    broker_pb2.FLUSH_DISK_TIMEOUT_STATUS: ResponseCode.FLUSH_DISK_TIMEOUT,
-    broker_pb2.FLUSH_SLAVE_TIMEOUT_STATUS: ResponseCode.FLUSH_SLAVE_TIMEOUT,
-    broker_pb2.SLAVE_NOT_AVAILABLE_STATUS: ResponseCode.SLAVE_NOT_AVAILABLE,
-}
-# MessageSysFlag
-_COMPRESSED_FLAG = 0x1
-# PullSysFlag
-_PULL_COMMIT_OFFSET = 0x1
-_PULL_SUSPEND = 0x2
-_PULL_SUBSCRIPTION = 0x4
 
 Route = Callable[[RemotingConnection, RemotingCommand, Fields], Awaitable[RemotingCommand]]
 
@@ -221,101 +207,24 @@ class BrokerRemoting:
         )
         return cmd.response()
 
-    # ---- the data path ---------------------------------------------------------------------
+    # ---- the data path (``protocol/remoting/data.py`` reads and writes the frames) ---------
     async def send_message(
         self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
     ) -> RemotingCommand:
         """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320, or 10/310 with
         ``batch``): one message or a batch body, through the send processor."""
-        f = send_fields(cmd.ext_fields, cmd.code)
-        topic = f.string("topic")
-        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or f.boolean("batch", False)
-        if batch:
-            body = cmd.body
-        else:
-            payload = cmd.body
-            if f.integer("sysFlag", 0) & _COMPRESSED_FLAG:
-                try:
-                    payload = zlib.decompress(payload)
-                except zlib.error as e:
-                    raise InvalidArgument(
-                        f"the compressed message body does not inflate: {e}"
-                    ) from None
-            properties = f.string("properties", "").encode()
-            body = batch_item(payload, properties, f.integer("flag", 0))
-        answer = await self.b.send.send(
-            broker_pb2.SendMessageRequest(
-                producer_group=f.string("producerGroup", ""),
-                topic=topic,
-                queue_id=f.integer("queueId", -1),
-                batch_body=body,
-                born_host=conn.remote_addr,
-                born_timestamp=f.integer("bornTimestamp", 0),
-                reconsume_times=f.integer("reconsumeTimes", 0),
-                max_reconsume_times=f.integer("maxReconsumeTimes", 0),
-                compact_result=True,
-            ),
-            conn.remote_addr,
-        )
-        if answer.results:  # a batch with delayed messages answers per message
-            first = answer.results[0].queue_offset
-            offsets = [r.commit_log_offset for r in answer.results]
-        else:
-            first = answer.first_queue_offset
-            offsets = list(answer.commit_log_offsets)
-        ids = create_message_ids(*self.store_host, offsets)
-        return cmd.response(
-            _SEND_RESPONSE_CODES.get(answer.send_status, ResponseCode.SUCCESS),
-            ext_fields={
-                "msgId": ",".join(ids),
-                "queueId": str(answer.message_queue.queue_id),
-                "queueOffset": str(first),
-                "MSG_REGION": "DefaultRegion",
-                "TRACE_ON": "true",
-            },
-        )
+        answer = await self.b.send.send(send_request(cmd, conn.remote_addr), conn.remote_addr)
+        return send_answer(cmd, answer, self.store_host)
 
     async def pull_message(
         self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields
     ) -> RemotingCommand:
         """PULL_MESSAGE (11, and 361): long polling and the piggy-backed commit included."""
-        sys_flag = f.integer("sysFlag", 0)
-        group = f.string("consumerGroup")
+        request = pull_request(f)
         answer = await self.b.pull.pull(
-            broker_pb2.PullMessageRequest(
-                consumer_group=group,
-                topic=f.string("topic"),
-                queue_id=f.integer("queueId"),
-                queue_offset=f.integer("queueOffset"),
-                max_msg_nums=f.integer("maxMsgNums"),
-                max_msg_bytes=max(f.integer("maxMsgBytes", 0), 0),
-                commit_offset_enabled=bool(sys_flag & _PULL_COMMIT_OFFSET),
-                commit_offset=f.integer("commitOffset", 0),
-                suspend=bool(sys_flag & _PULL_SUSPEND),
-                suspend_timeout_millis=f.integer("suspendTimeoutMillis", 0),
-                has_subscription=bool(sys_flag & _PULL_SUBSCRIPTION),
-                sub_expression=f.string("subscription", "*"),
-                expression_type=f.string("expressionType", "TAG"),
-                sub_version=f.integer("subVersion", 0),
-                raw_records=True,
-            ),
-            conn.remote_addr,
-            holder=self._holder(conn, group),
+            request, conn.remote_addr, holder=self._holder(conn, request.consumer_group)
         )
-        code = PULL_RESPONSE_CODES[answer.status]
-        body = b""
-        if code == ResponseCode.SUCCESS:
-            body = to_v1_records(answer.records, self.store_host)
-        return cmd.response(
-            code,
-            ext_fields={
-                "suggestWhichBrokerId": str(answer.suggest_which_broker_id),
-                "nextBeginOffset": str(answer.next_begin_offset),
-                "minOffset": str(answer.min_offset),
-                "maxOffset": str(answer.max_offset),
-            },
-            body=body,
-        )
+        return pull_answer(cmd, answer, self.store_host)
 
     async def consumer_send_msg_back(
         self, conn: RemotingConnection, cmd: RemotingCommand, f: Fields

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiorocketmq.protocol.data_path import check_data_transport
+
 __all__ = ["ClientConfig"]
 
 
@@ -51,8 +53,13 @@ class ClientConfig:
     # brokers each change was told four times, a quarter of a broker's messages in a change
     # of a 1,000-consumer group. False: every broker notifies, as in RocketMQ.
     notified_by_one_broker: bool = True
+    # Ours: how pulls travel: "grpc", or "remoting" (RocketMQ's own protocol, to brokers that
+    # serve it; the others over gRPC all the same): ``aiorocketmq.protocol.data_path``. The
+    # rest (heartbeats, offsets, the channel stream) is gRPC either way.
+    data_transport: str = "grpc"
 
     def __post_init__(self) -> None:
+        check_data_transport(self.data_transport)
         if self.acquire_batch_ms < 0:
             raise ValueError(f"acquire_batch_ms must be >= 0, got {self.acquire_batch_ms}")
         if self.acquire_batch_threshold < 0:

@@ -46,6 +46,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.nameserver.client import NameServerClient
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.client_id import build_client_id, default_instance_name
+from aiorocketmq.protocol.data_path import DataPath
 from aiorocketmq.protocol.errors import ChannelNotFound, MQError, ServiceNotAvailable
 from aiorocketmq.protocol.membership import MembershipChange, NotifiedMembers
 from aiorocketmq.protocol.message_queue import MessageQueue
@@ -100,10 +101,13 @@ class MQClientInstance:
             shared_channels=self.config.share_connections,
         )
         self.brokers = BrokerConnections(shared=self.config.share_connections)
+        self.data = DataPath(self.brokers, self.config.data_transport)
         self.consumer_table: dict[str, ConsumerInner] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
         self.topic_route_table: dict[str, common_pb2.TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}
+        # Broker name -> broker id -> remoting address, of the brokers that serve remoting.
+        self.remoting_addr_table: dict[str, dict[int, str]] = {}
         # The channel id each broker last acknowledged a heartbeat on.
         self._heartbeat_landed: dict[str, str] = {}
         self.channels: dict[str, BrokerChannel] = {}
@@ -187,6 +191,7 @@ class MQClientInstance:
         for channel in list(self.channels.values()):
             await channel.close()
         self.channels.clear()
+        await self.data.close()
         await self.brokers.close()
         await self.namesrv.close()
         log.info("the client factory shutdown", client_id=self.client_id)
@@ -349,6 +354,7 @@ class MQClientInstance:
                 self.topic_route_table[t] = route
                 for bd in route.broker_datas:
                     self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
+                    self.remoting_addr_table[bd.broker_name] = dict(bd.remoting_addrs)
                 mqs = route_to_subscribe_queues(t, route)
                 for consumer in self.consumer_table.values():
                     if t in consumer.subscribed_topics():
@@ -403,6 +409,18 @@ class MQClientInstance:
         return await call(
             getattr(self.brokers.stub(addr), method), request, timeout or self._timeout()
         )
+
+    async def pull(
+        self, broker_name: str, request: broker_pb2.PullMessageRequest, timeout: float
+    ) -> broker_pb2.PullMessageResponse:
+        """PullMessage on ``broker_name``'s master, on the data transport the config names
+        (``protocol.data_path``); failures raise the typed ``MQError``."""
+        addrs = self.broker_addr_table.get(broker_name) or {}
+        broker_id = MASTER_ID if MASTER_ID in addrs else next(iter(addrs), None)
+        if broker_id is None:
+            raise ServiceNotAvailable(f"no address for broker {broker_name} in the routes")
+        remoting_addr = (self.remoting_addr_table.get(broker_name) or {}).get(broker_id)
+        return await self.data.pull(addrs[broker_id], remoting_addr, broker_name, request, timeout)
 
     async def acquire_queues(
         self, broker_name: str, request: broker_pb2.AcquireQueuesRequest

@@ -40,6 +40,9 @@ class _Invoker(Protocol):
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any: ...
     def open_channel_id(self, broker_name: str) -> str: ...
+    async def pull(
+        self, broker_name: str, request: broker_pb2.PullMessageRequest, timeout: float
+    ) -> broker_pb2.PullMessageResponse: ...
 
 
 @dataclass(slots=True)
@@ -110,9 +113,7 @@ class PullAPIWrapper:
             watch=watch,
             channel_id=self.client.open_channel_id(mq.broker_name) if watch else "",
         )
-        response = await self.client.invoke_broker(
-            mq.broker_name, "PullMessage", request, timeout=timeout_ms / 1000
-        )
+        response = await self.client.pull(mq.broker_name, request, timeout_ms / 1000)
         return self.process_pull_result(mq, response, expression)
 
     @staticmethod

@@ -30,6 +30,7 @@ from aiorocketmq.protocol.batch import encode_batch
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.client_id import build_client_id, default_instance_name, local_ip
 from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.data_path import DataPath
 from aiorocketmq.protocol.errors import (
     InvalidArgument,
     MessageIllegal,
@@ -41,8 +42,11 @@ from aiorocketmq.protocol.errors import (
 from aiorocketmq.protocol.message import Message
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.record import create_message_ids, parse_host
-from aiorocketmq.protocol.route import master_addr, route_to_publish_queues
-from aiorocketmq.protocol.rpc import call
+from aiorocketmq.protocol.route import (
+    master_addr,
+    remoting_master_addr,
+    route_to_publish_queues,
+)
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from aiorocketmq.protocol.validators import SYSTEM_TOPICS, check_group, check_topic
 from aiorocketmq.trace import tracer
@@ -123,6 +127,7 @@ class Producer:
         self.fault = LatencyFaultTolerance()
         self._namesrv: NameServerClient | None = None
         self._brokers = BrokerConnections()
+        self._data = DataPath(self._brokers, s.data_transport)
         self._coalescer = SendCoalescer(
             self._send_request,
             max_in_flight=s.max_in_flight_sends,
@@ -151,6 +156,7 @@ class Producer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         await self._coalescer.close()
+        await self._data.close()
         await self._brokers.close()
         if self._namesrv is not None:
             await self._namesrv.close()
@@ -271,11 +277,11 @@ class Producer:
             compact_result=True,
         )
         # A transport failure raises ServiceNotAvailable and leaves the shared channel open (gRPC
-        # reconnects it); the caller retries on another broker.
-        response: broker_pb2.SendMessageResponse = await call(
-            self._brokers.stub(addr).SendMessage, request, timeout
-        )
-        return response
+        # reconnects it; a remoting connection reopens at the next send); the caller retries on
+        # another broker.
+        route = self._routes.get(mq.topic)
+        remoting_addr = remoting_master_addr(route, mq.broker_name) if route is not None else None
+        return await self._data.send(addr, remoting_addr, mq.broker_name, request, timeout)
 
     @staticmethod
     def _result(piece: Slice, oneway: bool) -> SendResult:
@@ -296,8 +302,11 @@ class Producer:
         if tracer.enabled and ids:
             # A one-way send is marked: nothing acknowledged it to the application.
             tracer.record(
-                "sent", mq=str(mq),
-                offset=queue_offset, count=len(ids), **({"oneway": True} if oneway else {}),
+                "sent",
+                mq=str(mq),
+                offset=queue_offset,
+                count=len(ids),
+                **({"oneway": True} if oneway else {}),
             )
         return SendResult(
             send_status=_STATUS.get(response.send_status, SendStatus.SEND_OK),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aiorocketmq.protocol.data_path import check_data_transport
 from aiorocketmq.protocol.options import Legacy, build_options, seconds_to_ms
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "ProducerSettings", "build_producer_settings"]
@@ -46,9 +47,14 @@ class ProducerSettings:
     #: requests, which cost the broker and the producer least per message (a request's cost
     #: hardly depends on its size); raise it when a broker is far away.
     max_in_flight_sends: int = 1
+    #: How sends travel: ``"grpc"``, or ``"remoting"`` (RocketMQ's own protocol, to brokers
+    #: that serve it; the others over gRPC all the same): ``aiorocketmq.protocol.data_path``.
+    #: Ours. Default "grpc".
+    data_transport: str = "grpc"
 
     def check(self) -> None:
         """Every option in range (``ValueError`` naming the first that is not)."""
+        check_data_transport(self.data_transport)
         if self.retry_times_when_send_failed < 0:
             raise ValueError("retry_times_when_send_failed must be >= 0")
         for name in (

@@ -207,9 +207,11 @@ def from_rpc_error(error: grpc.aio.AioRpcError) -> MQError:
 
 def from_response_code(code: int, message: str) -> MQError:
     """The typed error a response code stands for, where no gRPC status comes with it (an
-    answer within a batch: ``AcquireAnswer``)."""
+    answer within a batch: ``AcquireAnswer``; a remoting response)."""
     try:
         response_code = ResponseCode(code)
     except ValueError:
         return MQError(f"{message} (response code {code})")
+    if response_code is ResponseCode.MESSAGE_ILLEGAL:
+        return MessageIllegal(message)
     return _BY_CODE.get(response_code, MQError)(message, response_code=response_code)

@@ -49,6 +49,9 @@ class FakeBroker:
     async def update_topic_route_info_from_name_server(self, topic: str | None = None) -> bool:
         return False
 
+    async def pull(self, broker_name: str, request: Any, timeout: float) -> Any:
+        return await self.invoke_broker(broker_name, "PullMessage", request, timeout)
+
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
     ) -> Any:

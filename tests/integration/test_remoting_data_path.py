@@ -1,0 +1,226 @@
+"""Our clients' sends and pulls over remoting frames (``data_transport="remoting"``), on real
+sockets: the client connection's failures, then a producer and consumers on a cluster."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from aiorocketmq.consumer import (
+    ClientConfig,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    MessageExt,
+    PushConsumer,
+)
+from aiorocketmq.local_cluster import LocalCluster
+from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.errors import ServiceNotAvailable
+from aiorocketmq.protocol.remoting.client import RemotingClient
+from aiorocketmq.protocol.remoting.command import RemotingCommand
+from aiorocketmq.protocol.remoting.server import RemotingConnection, RemotingServer
+from tests.helpers import free_port, wait_until
+
+TOPIC = "RemotingData"
+
+Handler = Callable[[RemotingConnection, RemotingCommand], Awaitable[RemotingCommand | None]]
+
+
+async def echo(conn: RemotingConnection, cmd: RemotingCommand) -> RemotingCommand | None:
+    """Answers with the request's body after ``delay`` ms; ``close`` closes the connection."""
+    await asyncio.sleep(int(cmd.ext_fields.get("delay", "0")) / 1000)
+    if cmd.ext_fields.get("close"):
+        conn.close()
+        return None
+    if cmd.ext_fields.get("garbage"):
+        assert conn.transport is not None
+        conn.transport.write(b"\x00\x00\x00\x02zz")
+        return None
+    return cmd.response(body=cmd.body)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[RemotingServer]:
+    s = RemotingServer(echo, name="test")
+    await s.start("127.0.0.1:0")
+    try:
+        yield s
+    finally:
+        await s.stop()
+
+
+def request(body: bytes, **ext: str) -> RemotingCommand:
+    return RemotingCommand(code=1, ext_fields=ext, body=body)
+
+
+async def test_answers_find_their_requests_in_any_order(server: RemotingServer) -> None:
+    client = RemotingClient(server.address)
+    try:
+        slow = asyncio.create_task(client.invoke(request(b"slow", delay="100"), 5))
+        fast = await client.invoke(request(b"fast"), 5)
+        assert fast.body == b"fast"
+        assert (await slow).body == b"slow"
+        assert len(server.connections) == 1  # both on one connection
+    finally:
+        await client.close()
+
+
+async def test_a_deadline_fails_only_its_own_request(server: RemotingServer) -> None:
+    client = RemotingClient(server.address)
+    try:
+        other = asyncio.create_task(client.invoke(request(b"other", delay="200"), 5))
+        with pytest.raises(ServiceNotAvailable, match="no answer from"):
+            await client.invoke(request(b"late", delay="1000"), 0.05)
+        assert (await other).body == b"other"
+    finally:
+        await client.close()
+
+
+async def test_a_cancelled_request_is_the_callers_alone(server: RemotingServer) -> None:
+    client = RemotingClient(server.address)
+    try:
+        other = asyncio.create_task(client.invoke(request(b"other", delay="100"), 5))
+        cancelled = asyncio.create_task(client.invoke(request(b"x", delay="50"), 5))
+        await asyncio.sleep(0.01)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        assert (await other).body == b"other"
+        await asyncio.sleep(0.1)  # its late answer arrives and is dropped
+        assert (await client.invoke(request(b"after"), 5)).body == b"after"
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("how", ["close", "garbage"])
+async def test_a_lost_connection_fails_its_requests_and_the_next_reconnects(
+    server: RemotingServer, how: str
+) -> None:
+    client = RemotingClient(server.address)
+    try:
+        waiting = asyncio.create_task(client.invoke(request(b"w", delay="500"), 5))
+        await asyncio.sleep(0.05)
+        with pytest.raises(ServiceNotAvailable, match=r"connection to .* was lost"):
+            await client.invoke(request(b"", **{how: "1"}), 5)
+        with pytest.raises(ServiceNotAvailable, match="lost"):
+            await waiting
+        assert (await client.invoke(request(b"again"), 5)).body == b"again"
+    finally:
+        await client.close()
+
+
+async def test_nobody_listening_is_a_typed_error() -> None:
+    client = RemotingClient(f"127.0.0.1:{free_port()}")
+    with pytest.raises(ServiceNotAvailable, match="cannot connect"):
+        await client.invoke(request(b""), 2)
+    await client.close()
+    with pytest.raises(ServiceNotAvailable, match="closed"):
+        await client.invoke(request(b""), 2)
+
+
+# ---- on a cluster ------------------------------------------------------------------------------
+def remoting_consumer(
+    cluster: LocalCluster, name: str, seen: dict[bytes, list[str]], **kw: object
+) -> PushConsumer:
+    """A consumer pulling over remoting that keeps, per body, the message ids it consumed."""
+
+    async def listener(
+        msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            seen.setdefault(m.body, []).append(m.msg_id)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c = PushConsumer(
+        "rg", cluster.namesrv_addr, instance_name=name,
+        client_config=ClientConfig(
+            persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000,
+            data_transport="remoting",
+        ),
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET", **kw,  # type: ignore[arg-type]
+    )
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(listener)
+    return c
+
+
+def python_connections(cluster: LocalCluster) -> int:
+    """Our clients' connections to the brokers' remoting servers."""
+    return sum(
+        1
+        for b in cluster.broker_list
+        if b.remoting is not None
+        for c in b.remoting.connections
+        if c.language == "PYTHON"
+    )
+
+
+async def produce(producer: Producer, n: int, first: int = 0) -> dict[bytes, list[str]]:
+    """``n`` messages from number ``first``, in batches of 10 and one by one: body -> the id
+    the send answered."""
+    ids: dict[bytes, list[str]] = {}
+    for i in range(first, first + n, 20):
+        batch = [Message(TOPIC, b"b%05d" % j) for j in range(i, i + 10)]
+        result = await producer.send_batch(batch)
+        for m, msg_id in zip(batch, result.msg_ids, strict=True):
+            ids[m.body] = [msg_id]
+        for j in range(i + 10, i + 20):
+            body = b"s%05d" % j
+            ids[body] = [(await producer.send(Message(TOPIC, body))).msg_id]
+    return ids
+
+
+@pytest.mark.cluster(brokers=2, topic=TOPIC, queues=4, remoting=True)
+@pytest.mark.parametrize("handoff", ["classic", "fenced"])
+async def test_produce_and_consume_over_remoting(cluster: LocalCluster, handoff: str) -> None:
+    """Every message consumed once, by the id its send answered, on remoting connections."""
+    seen: dict[bytes, list[str]] = {}
+    consumers = [remoting_consumer(cluster, f"c{i}", seen, handoff=handoff) for i in range(2)]
+    async with Producer("rpg", cluster.namesrv_addr, data_transport="remoting") as producer:
+        try:
+            await consumers[0].start()
+            sent = await produce(producer, 100)
+            await consumers[1].start()  # a join mid-stream
+            sent |= await produce(producer, 100, 100)
+            await wait_until(lambda: len(seen) == len(sent), timeout=20, message="all consumed")
+            if handoff == "fenced":
+                assert seen == sent  # each once, by the id its send answered
+            else:
+                assert all(set(v) == set(sent[b]) for b, v in seen.items())
+            # The producer holds a connection to each broker, each consumer one to each broker
+            # it pulls from (at least one).
+            assert python_connections(cluster) >= 4
+        finally:
+            for c in consumers:
+                await c.shutdown()
+
+
+@pytest.mark.cluster(brokers=1, topic=TOPIC, queues=2)
+async def test_a_broker_without_remoting_is_reached_over_grpc(cluster: LocalCluster) -> None:
+    seen: dict[bytes, list[str]] = {}
+    consumer = remoting_consumer(cluster, "c", seen)
+    async with Producer("rpg", cluster.namesrv_addr, data_transport="remoting") as producer:
+        try:
+            await consumer.start()
+            sent = await produce(producer, 40)
+            await wait_until(lambda: len(seen) == len(sent), timeout=20, message="all consumed")
+            assert seen == sent
+        finally:
+            await consumer.shutdown()
+
+
+@pytest.mark.cluster(
+    brokers=1, topic=TOPIC, queues=2, remoting=True, overrides={"remoting_idle_timeout_ms": 400}
+)
+async def test_a_connection_the_broker_closed_reopens_at_the_next_send(
+    cluster: LocalCluster,
+) -> None:
+    async with Producer("rpg", cluster.namesrv_addr, data_transport="remoting") as producer:
+        await producer.send(Message(TOPIC, b"first"))
+        assert python_connections(cluster) == 1
+        await wait_until(lambda: python_connections(cluster) == 0, timeout=5,
+                         message="the broker closes the idle connection")
+        result = await producer.send(Message(TOPIC, b"second"))
+        assert result.msg_id and python_connections(cluster) == 1
