@@ -63,10 +63,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.consumer import ConsumeConcurrentlyStatus, PushConsumer
+from aiorocketmq.consumer import ClientConfig, ConsumeConcurrentlyStatus, PushConsumer
 from aiorocketmq.consumer.process_queue import PULL_THRESHOLD_FOR_QUEUE
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.producer import Producer
+from aiorocketmq.protocol.data_path import DATA_TRANSPORTS
 from aiorocketmq.protocol.message import Message
 from aiorocketmq.protocol.rpc import insecure_channel
 from aiorocketmq.protocol.v1 import broker_pb2, broker_pb2_grpc
@@ -155,7 +156,7 @@ class Run:
 
     def row(self) -> str:
         cpu = ", ".join(f"{k} {v:.2f}" for k, v in self.cpu_us.items())
-        head = f"{self.name:<44} {self.saturated:>11,.0f} {self.senders or '':>7}"
+        head = f"{self.name:<56} {self.saturated:>11,.0f} {self.senders or '':>7}"
         if not self.latencies:
             return f"{head} {'':>10} {'':>10} {'':>8} {'':>7} {'':>7} {'':>7}  {cpu}"
         lat = self.latencies
@@ -328,10 +329,12 @@ def aiorocketmq_consumer(
     pull_min: int,
     max_wait_ms: int,
     consume_batch: int,
+    transport: str,
     shared: Shared,
     send: Any,
 ) -> None:
-    """The consumer process of an aiorocketmq row: one ``PushConsumer``."""
+    """The consumer process of an aiorocketmq row: one ``PushConsumer`` pulling over
+    ``transport``."""
 
     async def body(consumed: Consumed) -> None:
         async def listener(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
@@ -348,6 +351,7 @@ def aiorocketmq_consumer(
             # Room for a few pulls per queue: at RocketMQ's 1,000 a pull of 1,024 trips the
             # flow control at once, and every next pull waits 50 ms (as in RocketMQ).
             pull_threshold_for_queue=max(PULL_THRESHOLD_FOR_QUEUE, 4 * pull_batch),
+            client_config=ClientConfig(data_transport=transport),
         )
         consumer.subscribe(topic, "*")
         consumer.register_message_listener(listener)
@@ -447,16 +451,18 @@ async def paced(
     shared.sampling.value = 0
 
 
-def row_topic(pull_batch: int, pull_min: int) -> str:
+def row_topic(transport: str, pull_batch: int, pull_min: int) -> str:
     """Each row its own topic: a consumer group new to a topic reads it from the start, so a
     row sharing one with the rows before it would count their messages as its own."""
-    return f"{TOPIC}_{pull_batch}_{pull_min}"
+    return f"{TOPIC}_{transport}_{pull_batch}_{pull_min}"
 
 
-def aiorocketmq_row(pull_batch: int, pull_min: int, max_wait_ms: int) -> str:
-    """The name of the row whose pulls take up to ``pull_batch``, waiting up to
-    ``max_wait_ms`` for ``pull_min`` when that is more than one."""
-    name = f"aiorocketmq, pulls of {pull_batch}"
+def aiorocketmq_row(transport: str, pull_batch: int, pull_min: int, max_wait_ms: int) -> str:
+    """The name of the row sending and pulling over ``transport`` whose pulls take up to
+    ``pull_batch``, waiting up to ``max_wait_ms`` for ``pull_min`` when that is more than
+    one."""
+    name = "aiorocketmq" if transport == "grpc" else f"aiorocketmq ({transport})"
+    name = f"{name}, pulls of {pull_batch}"
     return f"{name}, min {pull_min} / {max_wait_ms} ms" if pull_min > 1 else name
 
 
@@ -465,28 +471,33 @@ async def measure_aiorocketmq(
     ns_addr: str,
     broker: CPUClock,
     bodies: list[bytes],
+    transport: str,
     pull_batch: int,
     pull_min: int,
 ) -> Run:
     """One row: ``Producer.send_batch`` here, a ``PushConsumer`` of its own group pulling
     ``pull_batch`` per call in its own process (the broker holding a pull up to
-    ``--pull-max-wait-ms`` for ``pull_min`` messages when that is more than one)."""
-    name = aiorocketmq_row(pull_batch, pull_min, args.pull_max_wait_ms)
+    ``--pull-max-wait-ms`` for ``pull_min`` messages when that is more than one), both sending
+    and pulling over ``transport`` (their ``data_transport``)."""
+    name = aiorocketmq_row(transport, pull_batch, pull_min, args.pull_max_wait_ms)
     result = Run(name, pull_batch=pull_batch)
-    topic = row_topic(pull_batch, pull_min)
+    topic = row_topic(transport, pull_batch, pull_min)
     consumer = ConsumerProcess.start(
         aiorocketmq_consumer,
         ns_addr,
         topic,
-        f"bench_endtoend_{pull_batch}_{pull_min}",
+        f"bench_endtoend_{transport}_{pull_batch}_{pull_min}",
         pull_batch,
         pull_min,
         args.pull_max_wait_ms,
         args.consume_batch,
+        transport,
     )
     backlog = Backlog(consumer.shared, args.window)
     try:
-        async with Producer("bench_endtoend_producer", ns_addr) as producer:
+        async with Producer(
+            "bench_endtoend_producer", ns_addr, data_transport=transport
+        ) as producer:
 
             async def send() -> None:
                 msgs = [Message(topic, b) for b in stamped(bodies)]
@@ -652,14 +663,14 @@ async def fresh(row: Callable[..., Coroutine[Any, Any, Run]], *row_args: Any) ->
 
 
 async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
-    ns_addr, broker_addr = (f"127.0.0.1:{_free_port()}" for _ in range(2))
+    ns_addr, broker_addr, remoting_addr = (f"127.0.0.1:{_free_port()}" for _ in range(3))
     redis_port = _free_port()
     bodies = make_bodies(args.batch, args.body_size)
     # The echo runs before and after our rows: a shared host's speed drifts within minutes,
     # and the ratio is taken to the mean of the two.
     runs = [await fresh(measure_echo, args, work, bodies, "before")]
     with ExitStack() as stack:
-        _, broker = start_broker(stack, ns_addr, broker_addr, work)
+        _, broker = start_broker(stack, ns_addr, broker_addr, work, remoting_addr)
         broker_channel = insecure_channel(broker_addr)
         stub = broker_pb2_grpc.BrokerStub(broker_channel)
         await wait_for(
@@ -670,23 +681,18 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Run]:
             ),
         )
         rows = [
-            (pull_batch, pull_min)
+            (transport, pull_batch, pull_min)
+            for transport in args.transport
             for pull_batch in args.pull_batch
             for pull_min in sorted({m for m in args.pull_min if m <= pull_batch} or {1})
         ]
-        for pull_batch, pull_min in rows:
-            await create_topic(stub, row_topic(pull_batch, pull_min), QUEUES)
+        for row in rows:
+            await create_topic(stub, row_topic(*row), QUEUES)
         await asyncio.sleep(1.5)  # the broker registers the topics with the name server
-        for pull_batch, pull_min in rows:
+        for row in rows:
             runs.append(
                 await fresh(
-                    measure_aiorocketmq,
-                    args,
-                    ns_addr,
-                    CPUClock(broker.proc.pid),
-                    bodies,
-                    pull_batch,
-                    pull_min,
+                    measure_aiorocketmq, args, ns_addr, CPUClock(broker.proc.pid), bodies, *row
                 )
             )
         await broker_channel.close()
@@ -754,19 +760,19 @@ def report(runs: list[Run], args: argparse.Namespace) -> str:
         f"End to end: batches of {args.batch} x {args.body_size} B, senders {counts} (a row's "
         "sustained rate is its best of these); Producer.send_batch + PushConsumer, listener "
         f"batches of {args.consume_batch}; sustained: backlog under {args.window:,} messages",
-        f"{'':<44} {'sustained':>11} {'senders':>7} {'open loop':>10} {'paced':>10} "
+        f"{'':<56} {'sustained':>11} {'senders':>7} {'open loop':>10} {'paced':>10} "
         f"{'samples':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99.9':>7}  CPU µs per message, sustained",
-        f"{'':<44} {'msg/s':>11} {'':>7} {'msg/s':>10} {'msg/s':>10}",
+        f"{'':<56} {'msg/s':>11} {'':>7} {'msg/s':>10} {'msg/s':>10}",
     ]
     lines += [r.row() for r in runs]
     swept = [r for r in runs if len(r.by_senders) > 1]
     if swept:
         lines.append("")
         lines.append(
-            f"{'sustained msg/s by senders':<44} " + " ".join(f"{n:>11}" for n in args.senders)
+            f"{'sustained msg/s by senders':<56} " + " ".join(f"{n:>11}" for n in args.senders)
         )
         lines += [
-            f"{r.name:<44} " + " ".join(f"{r.by_senders.get(n, 0):>11,.0f}" for n in args.senders)
+            f"{r.name:<56} " + " ".join(f"{r.by_senders.get(n, 0):>11,.0f}" for n in args.senders)
             for r in swept
         ]
         lines.append("")
@@ -834,6 +840,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--consume-batch", type=int, default=32, help="PushConsumer consume_message_batch_max_size"
+    )
+    parser.add_argument(
+        "--transport",
+        nargs="+",
+        choices=DATA_TRANSPORTS,
+        default=list(DATA_TRANSPORTS),
+        help="the data_transport of the producer and the consumer, a row each (default: both)",
     )
     parser.add_argument(
         "--window",

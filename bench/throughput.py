@@ -116,10 +116,10 @@ def server_process(name: str, argv: list[str], address: str, log_dir: Path) -> I
 
 
 def start_broker(
-    stack: ExitStack, ns_addr: str, broker_addr: str, work_dir: Path
+    stack: ExitStack, ns_addr: str, broker_addr: str, work_dir: Path, remoting_addr: str = ""
 ) -> tuple[Server, Server]:
-    """A name server and a broker (default settings, store under ``work_dir``) as processes,
-    stopped when ``stack`` closes."""
+    """A name server and a broker (default settings, store under ``work_dir``; serving remoting
+    at ``remoting_addr`` too when given) as processes, stopped when ``stack`` closes."""
     py = sys.executable
     ns = stack.enter_context(
         server_process(
@@ -146,6 +146,7 @@ def start_broker(
                 "bench-broker",
                 "--log-level",
                 "WARNING",
+                *(["--remoting-listen", remoting_addr] if remoting_addr else []),
             ],
             broker_addr,
             work_dir,
@@ -253,9 +254,7 @@ async def produce_raw(
     body: bool = True,
 ) -> int:
     """SendMessage over the stub, each sender cycling over the queues."""
-    requests = [
-        send_request(topic, q, bodies, compact=compact, body=body) for q in range(queues)
-    ]
+    requests = [send_request(topic, q, bodies, compact=compact, body=body) for q in range(queues)]
 
     async def send_one(sender: int, i: int) -> int:
         response = await stub.SendMessage(requests[i % queues], timeout=30)
