@@ -21,7 +21,7 @@ from aiorocketmq.protocol.remoting.command import (
     FrameDecoder,
     FrameError,
     RemotingCommand,
-    encode_command,
+    encode_command_parts,
 )
 
 __all__ = ["RemotingClient", "RemotingClients"]
@@ -92,7 +92,7 @@ class RemotingClient:
                 self._pending[cmd.opaque] = (future, conn)
                 try:
                     assert conn.transport is not None
-                    conn.transport.write(encode_command(cmd))
+                    conn.transport.writelines(encode_command_parts(cmd))
                     return await future
                 finally:
                     self._pending.pop(cmd.opaque, None)

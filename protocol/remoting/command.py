@@ -37,6 +37,7 @@ __all__ = [
     "RemotingCommand",
     "decode_frame",
     "encode_command",
+    "encode_command_parts",
     "ext_value",
     "not_supported",
 ]
@@ -53,6 +54,7 @@ SERIALIZE_JSON = 0
 SERIALIZE_ROCKETMQ = 1
 
 _INT = struct.Struct(">i")
+_LENGTHS = struct.Struct(">ii")
 _BINARY_FIXED = struct.Struct(">hbhii")  # code language version opaque flag
 
 
@@ -113,7 +115,11 @@ class RemotingCommand:
         return bool(self.flag & FLAG_ONEWAY)
 
     def response(
-        self, code: int = 0, *, remark: str | None = None, ext_fields: dict[str, str] | None = None,
+        self,
+        code: int = 0,
+        *,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
         body: bytes = b"",
     ) -> RemotingCommand:
         """The response to this request: same opaque, the response bit set."""
@@ -136,6 +142,13 @@ def not_supported(cmd: RemotingCommand) -> RemotingCommand:
 
 def encode_command(cmd: RemotingCommand) -> bytes:
     """The whole frame of ``cmd`` with a JSON header (keys sorted, as fastjson writes them)."""
+    head, body = encode_command_parts(cmd)
+    return head + body
+
+
+def encode_command_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
+    """The frame of ``cmd`` as its head (the length words and the header) and its body, for a
+    transport's ``writelines``: a large body is not copied into one buffer first."""
     header: dict[str, Any] = {
         "code": cmd.code,
         "extFields": cmd.ext_fields,
@@ -148,9 +161,7 @@ def encode_command(cmd: RemotingCommand) -> bytes:
     if cmd.remark is not None:
         header["remark"] = cmd.remark
     raw = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    return b"".join(
-        (_INT.pack(4 + len(raw) + len(cmd.body)), _INT.pack(len(raw)), raw, cmd.body)
-    )
+    return _LENGTHS.pack(4 + len(raw) + len(cmd.body), len(raw)) + raw, cmd.body
 
 
 def _int_field(header: dict[str, Any], key: str, default: int = 0) -> int:
@@ -228,8 +239,13 @@ def _decode_binary_header(raw: bytes) -> RemotingCommand:
     except (struct.error, UnicodeDecodeError) as e:
         raise FrameError(f"binary header: {e}") from None
     return RemotingCommand(
-        code=code, opaque=opaque, flag=flag, language=_language_name(language), version=version,
-        remark=remark, ext_fields=ext,
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=_language_name(language),
+        version=version,
+        remark=remark,
+        ext_fields=ext,
     )
 
 
@@ -243,12 +259,15 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
     language = LanguageCode[cmd.language].value if cmd.language in LanguageCode.__members__ else 7
     return (
         _BINARY_FIXED.pack(cmd.code, language, cmd.version, cmd.opaque, cmd.flag)
-        + _INT.pack(len(remark)) + remark + _INT.pack(len(ext)) + ext
+        + _INT.pack(len(remark))
+        + remark
+        + _INT.pack(len(ext))
+        + ext
     )
 
 
-def decode_frame(frame: bytes) -> RemotingCommand:
-    """A command from one frame *without* its leading length word."""
+def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
+    """A command from one frame *without* its leading length word (the body copied once)."""
     if len(frame) < 4:
         raise FrameError(f"a frame of {len(frame)} bytes has no header length")
     (word,) = _INT.unpack_from(frame, 0)
@@ -256,7 +275,7 @@ def decode_frame(frame: bytes) -> RemotingCommand:
     header_len = word & 0xFFFFFF
     if header_len > len(frame) - 4:
         raise FrameError(f"header length {header_len} exceeds the frame ({len(frame) - 4} bytes)")
-    raw = frame[4 : 4 + header_len]
+    raw = bytes(frame[4 : 4 + header_len])
     if kind == SERIALIZE_JSON:
         cmd = _decode_json_header(raw)
     elif kind == SERIALIZE_ROCKETMQ:
@@ -280,20 +299,32 @@ class FrameDecoder:
         return len(self._buffer)
 
     def feed(self, data: bytes) -> Iterator[RemotingCommand]:
-        self._buffer += data
-        buf = self._buffer
+        # Whole frames are read where they lie (``data`` itself when nothing waits before
+        # it), each body copied out once; only a partial frame's bytes are kept for later.
+        if self._buffer:
+            self._buffer += data
+            buf: bytes | bytearray = self._buffer
+        else:
+            buf = data
         pos = 0
         try:
-            while len(buf) - pos >= 4:
-                (length,) = _INT.unpack_from(buf, pos)
-                if length < 4 or length > self.max_frame_length:
-                    raise FrameError(
-                        f"frame length {length} is outside [4, {self.max_frame_length}]"
-                    )
-                if len(buf) - pos - 4 < length:
-                    break
-                frame = bytes(buf[pos + 4 : pos + 4 + length])
-                pos += 4 + length
-                yield decode_frame(frame)
+            with memoryview(buf) as view:
+                while len(buf) - pos >= 4:
+                    (length,) = _INT.unpack_from(buf, pos)
+                    if length < 4 or length > self.max_frame_length:
+                        raise FrameError(
+                            f"frame length {length} is outside [4, {self.max_frame_length}]"
+                        )
+                    if len(buf) - pos - 4 < length:
+                        break
+                    cmd = decode_frame(view[pos + 4 : pos + 4 + length])
+                    pos += 4 + length
+                    yield cmd
         finally:
-            del buf[:pos]
+            try:
+                if buf is self._buffer:
+                    del self._buffer[:pos]
+                elif pos < len(buf):
+                    self._buffer = bytearray(buf[pos:])
+            except BufferError:  # a view of it still alive (an error's traceback holds one)
+                self._buffer = bytearray(buf[pos:])

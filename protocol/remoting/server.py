@@ -34,7 +34,7 @@ from aiorocketmq.protocol.remoting.command import (
     FrameDecoder,
     FrameError,
     RemotingCommand,
-    encode_command,
+    encode_command_parts,
 )
 
 __all__ = ["Handler", "RemotingConnection", "RemotingServer"]
@@ -86,7 +86,9 @@ class RemotingConnection(asyncio.Protocol):
         except FrameError as e:
             log.warning(
                 "remoting connection closed: unreadable frame",
-                server=self.server.name, remote_addr=self.remote_addr, error=str(e),
+                server=self.server.name,
+                remote_addr=self.remote_addr,
+                error=str(e),
             )
             self.close()
 
@@ -104,7 +106,9 @@ class RemotingConnection(asyncio.Protocol):
             return
         except Exception as e:
             log.exception(
-                "remoting request failed", server=self.server.name, code=cmd.code,
+                "remoting request failed",
+                server=self.server.name,
+                code=cmd.code,
                 remote_addr=self.remote_addr,
             )
             response = cmd.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(e).__name__}: {e}")
@@ -118,15 +122,18 @@ class RemotingConnection(asyncio.Protocol):
         """Send a frame; False when the connection is already closed."""
         if self.closed or self.transport is None or self.transport.is_closing():
             return False
-        self.transport.write(encode_command(cmd))
+        self.transport.writelines(encode_command_parts(cmd))
         return True
 
     def push_oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> bool:
         """A server-initiated one-way request on this connection (no answer is awaited)."""
         return self.write(
             RemotingCommand(
-                code=code, opaque=next(self.server.opaques), flag=FLAG_ONEWAY,
-                ext_fields=ext_fields, body=body,
+                code=code,
+                opaque=next(self.server.opaques),
+                flag=FLAG_ONEWAY,
+                ext_fields=ext_fields,
+                body=body,
             )
         )
 
@@ -145,8 +152,10 @@ class RemotingConnection(asyncio.Protocol):
             task.cancel()
         if self.decoder.pending:
             log.info(
-                "remoting connection lost mid-frame", server=self.server.name,
-                remote_addr=self.remote_addr, pending_bytes=self.decoder.pending,
+                "remoting connection lost mid-frame",
+                server=self.server.name,
+                remote_addr=self.remote_addr,
+                pending_bytes=self.decoder.pending,
             )
         if self.server.on_close is not None:
             try:
@@ -207,8 +216,10 @@ class RemotingServer:
             limit = time.monotonic() - self.idle_timeout_ms / 1000
             for conn in [c for c in self.connections if c.last_read < limit]:
                 log.info(
-                    "remoting connection idle, closed", server=self.name,
-                    remote_addr=conn.remote_addr, idle_timeout_ms=self.idle_timeout_ms,
+                    "remoting connection idle, closed",
+                    server=self.name,
+                    remote_addr=conn.remote_addr,
+                    idle_timeout_ms=self.idle_timeout_ms,
                 )
                 conn.close()
 

@@ -136,6 +136,12 @@ def test_a_response_echoes_the_opaque_and_sets_the_response_bit() -> None:
 def test_unreadable_frames_are_refused_with_the_reason(wire: bytes, error: str) -> None:
     with pytest.raises(FrameError, match=error):
         list(FrameDecoder().feed(wire))
+    # The same behind a frame that came whole, the bad one split in two (the buffered path).
+    decoder = FrameDecoder()
+    good = encode_command(RemotingCommand(code=34, body=b"{}"))
+    assert [c.code for c in decoder.feed(good + wire[:3])] == [34]
+    with pytest.raises(FrameError, match=error):
+        list(decoder.feed(wire[3:]))
 
 
 def test_the_frame_limit_is_a_setting() -> None:
