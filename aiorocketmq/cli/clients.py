@@ -34,13 +34,15 @@ from aiorocketmq.consumer.allocate import strategy_by_name
 from aiorocketmq.consumer.client_config import ClientConfig
 from aiorocketmq.consumer.types import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from aiorocketmq.producer import Message, Producer, SelectMessageQueueByHash
+from aiorocketmq.protocol.data_path import DATA_TRANSPORTS
 from aiorocketmq.runtime import stop_on_signals
 from aiorocketmq.trace import tracer
 
 __all__ = ["add_consume_parser", "add_produce_parser", "consume_main", "produce_main"]
 
 
-def _namesrv_argument(p: argparse.ArgumentParser) -> None:
+def _client_arguments(p: argparse.ArgumentParser) -> None:
+    """What every client command takes: where the name servers are, and how messages travel."""
     p.add_argument(
         "-n",
         "--namesrv-addr",
@@ -56,6 +58,13 @@ def _namesrv_argument(p: argparse.ArgumentParser) -> None:
         help="how long to wait at start for a name server to answer (one restarting, a "
         "cluster still coming up) before giving up (default %(default)s)",
     )
+    p.add_argument(
+        "--data-transport",
+        choices=DATA_TRANSPORTS,
+        default="grpc",
+        help="how messages travel to and from the brokers: gRPC, or RocketMQ's remoting "
+        "protocol to brokers that serve it (faster; default %(default)s)",
+    )
 
 
 def _strategy(name: str) -> str:
@@ -68,7 +77,7 @@ def _strategy(name: str) -> str:
 
 def add_consume_parser(sub: Any) -> None:
     p = sub.add_parser("consume", help="run a push consumer until SIGINT/SIGTERM")
-    _namesrv_argument(p)
+    _client_arguments(p)
     p.add_argument("-g", "--group", required=True)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-s", "--expression", default="*", help="tag expression: * or 'TagA || TagB'")
@@ -105,7 +114,7 @@ def add_consume_parser(sub: Any) -> None:
 
 def add_produce_parser(sub: Any) -> None:
     p = sub.add_parser("produce", help="send messages to a topic")
-    _namesrv_argument(p)
+    _client_arguments(p)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("--count", type=int, default=0, help="messages to send (0 = until stopped)")
     p.add_argument(
@@ -138,7 +147,10 @@ async def consume_main(args: argparse.Namespace) -> int:
         else MessageModel.CLUSTERING,
         allocate_strategy=strategy_by_name(args.strategy),
         handoff=args.handoff,
-        client_config=ClientConfig(rebalance_wait_interval_ms=args.rebalance_interval_ms),
+        client_config=ClientConfig(
+            rebalance_wait_interval_ms=args.rebalance_interval_ms,
+            data_transport=args.data_transport,
+        ),
     )
     consumer.subscribe(args.topic, args.expression)
     stop = stop_on_signals()
@@ -222,7 +234,9 @@ async def produce_main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     progress = Progress("sent")
     selector = SelectMessageQueueByHash()
-    async with Producer("aiorocketmq_producer", args.namesrv_addr) as producer:
+    async with Producer(
+        "aiorocketmq_producer", args.namesrv_addr, data_transport=args.data_transport
+    ) as producer:
         while not stop.is_set() and (args.count == 0 or sent < args.count):
             body = json.dumps(
                 {"prefix": args.prefix, "seq": sent, "ts": int(time.time() * 1000)}

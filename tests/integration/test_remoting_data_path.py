@@ -12,6 +12,7 @@ from aiorocketmq.consumer import (
     ClientConfig,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
+    LitePullConsumer,
     MessageExt,
     PushConsumer,
 )
@@ -121,6 +122,14 @@ async def test_nobody_listening_is_a_typed_error() -> None:
 
 
 # ---- on a cluster ------------------------------------------------------------------------------
+def over_remoting() -> ClientConfig:
+    """The tests' fast client timings, pulling over remoting."""
+    return ClientConfig(
+        persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000,
+        data_transport="remoting",
+    )
+
+
 def remoting_consumer(
     cluster: LocalCluster, name: str, seen: dict[bytes, list[str]], **kw: object
 ) -> PushConsumer:
@@ -134,11 +143,7 @@ def remoting_consumer(
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     c = PushConsumer(
-        "rg", cluster.namesrv_addr, instance_name=name,
-        client_config=ClientConfig(
-            persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000,
-            data_transport="remoting",
-        ),
+        "rg", cluster.namesrv_addr, instance_name=name, client_config=over_remoting(),
         consume_from_where="CONSUME_FROM_FIRST_OFFSET", **kw,  # type: ignore[arg-type]
     )
     c.subscribe(TOPIC, "*")
@@ -224,3 +229,25 @@ async def test_a_connection_the_broker_closed_reopens_at_the_next_send(
                          message="the broker closes the idle connection")
         result = await producer.send(Message(TOPIC, b"second"))
         assert result.msg_id and python_connections(cluster) == 1
+
+
+@pytest.mark.cluster(brokers=2, topic=TOPIC, queues=2, remoting=True)
+async def test_a_lite_pull_consumer_polls_over_remoting(cluster: LocalCluster) -> None:
+    consumer = LitePullConsumer(
+        "rlg", cluster.namesrv_addr, instance_name="lite", client_config=over_remoting(),
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",  # type: ignore[arg-type]
+    )
+    consumer.subscribe(TOPIC)
+    async with Producer("rpg", cluster.namesrv_addr) as producer:  # over gRPC: both meet
+        sent = await produce(producer, 40)
+    await consumer.start()
+    try:
+        got: dict[bytes, list[str]] = {}
+        async with asyncio.timeout(20):
+            while len(got) < len(sent):
+                for m in await consumer.poll(timeout=0.5):
+                    got.setdefault(m.body, []).append(m.msg_id)
+        assert got == sent
+        assert python_connections(cluster) == 2
+    finally:
+        await consumer.shutdown()

@@ -135,6 +135,14 @@ def test_up_status_send_consume_down(cluster_dir: Path, tmp_path: Path) -> None:
         assert apache.returncode == 0, apache.stderr
         assert [json.loads(line)["status"] for line in apache.stdout.splitlines()] == [0, 0, 0]
 
+    # Ours sends through the brokers' remoting ports too, when told to.
+    ours = run(
+        str(AIOROCKETMQ), "produce", "-t", "TopicTest", "--count", "3", "--rate", "0",
+        "--data-transport", "remoting", env=env,
+    )
+    assert ours.returncode == 0, ours.stderr
+    assert "3 messages to TopicTest" in ours.stdout + ours.stderr
+
     down = cluster("down", "--dir", str(cluster_dir))
     assert down.returncode == 0, down.stderr
     assert still_alive(processes) == []
