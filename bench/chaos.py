@@ -27,7 +27,7 @@ loss count (nothing acknowledged them to the application). A failing seed prints
 ``python -m bench.chaos --replay SEED`` runs the same schedule again.
 
 ``python -m bench.chaos --seeds N [--first S] [--handoff classic|fenced|both] [--parallel K]
-[--consume-ms MS]``
+[--consume-ms MS] [--data-transport grpc|remoting]``
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from typing import Any
 from aiorocketmq.cli.common import non_negative_type
 from aiorocketmq.logs import configure_logging
 from aiorocketmq.producer import Message, Producer
+from aiorocketmq.protocol.data_path import DATA_TRANSPORTS
 from aiorocketmq.protocol.errors import MQError
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.rpc import call
@@ -461,12 +462,14 @@ async def run_schedule(
     lock: asyncio.Lock | None = None,
     producer_trace: Path | None = None,
     consume_ms: float = 0.0,
+    data_transport: str = "grpc",
 ) -> RunResult:
     """Run ``schedule`` on ``cluster`` (a fresh topic and group) and check the trace.
 
     ``lock`` serializes cluster-wide faults between schedules running side by side, which
     then share one ``producer_trace`` (this process's trace file, already open).
     ``consume_ms``: the work each message takes in the consumers' listeners.
+    ``data_transport``: how the producer sends and the consumers pull.
     """
     cluster_faults = lock or asyncio.Lock()
     tag = f"s{schedule.seed}{schedule.handoff[0]}"
@@ -503,6 +506,8 @@ async def run_schedule(
                 str(REBALANCE_INTERVAL_MS),
                 "--consume-ms",
                 str(consume_ms),
+                "--data-transport",
+                data_transport,
             ),
         )
 
@@ -515,7 +520,10 @@ async def run_schedule(
         return c
 
     producer = Producer(
-        f"chaos_producer_{tag}", cluster.namesrv_addr, retry_times_when_send_failed=4
+        f"chaos_producer_{tag}",
+        cluster.namesrv_addr,
+        retry_times_when_send_failed=4,
+        data_transport=data_transport,
     )
     step: Step | None = None
     try:
@@ -662,11 +670,18 @@ def format_table(results: list[RunResult]) -> str:
 
 
 async def run_seeds(
-    seeds: list[int], handoffs: list[str], root: Path, parallel: int = 1, consume_ms: float = 0.0
+    seeds: list[int],
+    handoffs: list[str],
+    root: Path,
+    parallel: int = 1,
+    consume_ms: float = 0.0,
+    data_transport: str = "grpc",
 ) -> list[RunResult]:
     """Every seed in every handoff mode on one cluster (each schedule on its own topic and
     group), ``parallel`` schedules at a time. Parallel schedules share the brokers and the
-    name server, so one's broker kill or name-server restart is a fault for the others too."""
+    name server, so one's broker kill or name-server restart is a fault for the others too.
+    With ``data_transport="remoting"`` the servers serve remoting too, and the clients send
+    and pull over it."""
     results: list[RunResult] = []
     todo = [make_schedule(seed, handoff) for seed in seeds for handoff in handoffs]
     async with ProcessCluster(
@@ -675,6 +690,7 @@ async def run_seeds(
         settings='flush_disk_type = "SYNC_FLUSH"\n',
         broker_names=list(BROKERS),
         trace=True,
+        remoting=data_transport == "remoting",
     ) as cluster:
         lock = asyncio.Lock()  # one broker kill or name-server restart at a time
         producer_trace = root / "trace-producers.jsonl"
@@ -683,7 +699,7 @@ async def run_seeds(
         async def one(schedule: Schedule) -> None:
             try:
                 result = await run_schedule(
-                    cluster, schedule, root, lock, producer_trace, consume_ms
+                    cluster, schedule, root, lock, producer_trace, consume_ms, data_transport
                 )
             except StepFailed as e:
                 result = RunResult(schedule, error=str(e))
@@ -719,6 +735,12 @@ def main(argv: list[str] | None = None) -> int:
         "faults land with consumption in flight",
     )
     p.add_argument(
+        "--data-transport",
+        choices=DATA_TRANSPORTS,
+        default="grpc",
+        help="how the producer sends and the consumers pull (remoting: the servers serve it too)",
+    )
+    p.add_argument(
         "--keep",
         type=Path,
         help="write the cluster's files and every process's trace here and keep them "
@@ -734,10 +756,11 @@ def main(argv: list[str] | None = None) -> int:
     handoffs = ["classic", "fenced"] if args.handoff == "both" else [args.handoff]
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-        results = run(run_seeds(seeds, handoffs, args.keep, args.parallel, args.consume_ms))
-    else:
-        with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-            results = run(run_seeds(seeds, handoffs, Path(tmp), args.parallel, args.consume_ms))
+    with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+        root = args.keep if args.keep is not None else Path(tmp)
+        results = run(
+            run_seeds(seeds, handoffs, root, args.parallel, args.consume_ms, args.data_transport)
+        )
     print()
     print(format_table(results))
     failed = [r for r in results if r.failures()]

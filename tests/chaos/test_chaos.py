@@ -31,6 +31,7 @@ from bench.procs import ProcessCluster
 
 # Seeds whose schedules together draw every kind of step (checked below).
 CI_SEEDS = [0, 4]
+REMOTING_SEED = 6
 
 
 def test_a_seed_always_gives_the_same_schedule() -> None:
@@ -125,6 +126,21 @@ async def test_fault_schedules_lose_no_acknowledged_message(tmp_path: Path) -> N
     # Both modes of a seed side by side (one cluster): a consumer's and a broker's pause each
     # stop a schedule 16-20 s.
     results = await run_seeds(CI_SEEDS, ["classic", "fenced"], tmp_path, parallel=2)
+    failures = [
+        f"{r.schedule.describe()}: {'; '.join(r.failures())}" for r in results if r.failures()
+    ]
+    assert not failures, "\n".join(failures)
+    assert all(r.sent > 100 for r in results)
+
+
+@pytest.mark.process
+@pytest.mark.timeout(600)
+async def test_fault_schedules_over_remoting_lose_no_acknowledged_message(tmp_path: Path) -> None:
+    # The producer sends and the consumers pull over remoting (data_transport): seed 6 pauses
+    # a broker, kills another, restarts the name server, and consumers join, leave and die.
+    results = await run_seeds(
+        [REMOTING_SEED], ["classic", "fenced"], tmp_path, parallel=2, data_transport="remoting"
+    )
     failures = [
         f"{r.schedule.describe()}: {'; '.join(r.failures())}" for r in results if r.failures()
     ]
