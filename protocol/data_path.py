@@ -18,7 +18,9 @@ write on an asyncio socket. ``docs/benchmarks.md`` has the figures.
 from __future__ import annotations
 
 from aiorocketmq.protocol.broker_connections import BrokerConnections
+from aiorocketmq.protocol.errors import MessageTooLarge
 from aiorocketmq.protocol.remoting.client import RemotingClients
+from aiorocketmq.protocol.remoting.command import DEFAULT_MAX_FRAME_LENGTH
 from aiorocketmq.protocol.remoting.data import (
     pull_command,
     pull_response,
@@ -28,9 +30,11 @@ from aiorocketmq.protocol.remoting.data import (
 from aiorocketmq.protocol.rpc import call
 from aiorocketmq.protocol.v1 import broker_pb2
 
-__all__ = ["DATA_TRANSPORTS", "DataPath", "check_data_transport"]
+__all__ = ["DATA_TRANSPORTS", "SEND_MAX_BYTES", "DataPath", "check_data_transport"]
 
 DATA_TRANSPORTS = ("grpc", "remoting")
+# The largest batch body a remoting send carries: the frame limit less room for its header.
+SEND_MAX_BYTES = DEFAULT_MAX_FRAME_LENGTH - 64 * 1024
 
 
 def check_data_transport(value: str) -> str:
@@ -63,6 +67,11 @@ class DataPath:
         ``remoting_addr``."""
         if self._remoting(remoting_addr):
             assert remoting_addr is not None
+            if len(request.batch_body) > SEND_MAX_BYTES:
+                raise MessageTooLarge(
+                    f"a send of {len(request.batch_body)} bytes does not fit a remoting frame "
+                    f"({SEND_MAX_BYTES} bytes at most): send fewer messages at a time"
+                )
             answer = await self.remoting.client(remoting_addr).invoke(
                 send_command(request), timeout
             )

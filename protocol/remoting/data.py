@@ -32,12 +32,13 @@ from aiorocketmq.protocol.batch import batch_item
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.errors import InvalidArgument, MQError, from_response_code
 from aiorocketmq.protocol.record import create_message_ids
-from aiorocketmq.protocol.remoting.command import RemotingCommand
+from aiorocketmq.protocol.remoting.command import DEFAULT_MAX_FRAME_LENGTH, RemotingCommand
 from aiorocketmq.protocol.remoting.fields import Fields, send_fields
 from aiorocketmq.protocol.remoting.records import to_v1_records
 from aiorocketmq.protocol.v1 import broker_pb2
 
 __all__ = [
+    "PULL_MAX_BYTES",
     "PULL_RESPONSE_CODES",
     "pull_answer",
     "pull_command",
@@ -49,6 +50,8 @@ __all__ = [
     "send_response",
 ]
 
+# The most a pull over remoting asks for, in record bytes: half the frame limit.
+PULL_MAX_BYTES = DEFAULT_MAX_FRAME_LENGTH // 2
 # PullStatus -> the response code a remoting pull answers, and back.
 PULL_RESPONSE_CODES = {
     broker_pb2.FOUND: ResponseCode.SUCCESS,
@@ -218,8 +221,10 @@ def pull_command(request: broker_pb2.PullMessageRequest) -> RemotingCommand:
         "expressionType": request.expression_type or "TAG",
         "rawRecords": _TRUE,
     }
-    if request.max_msg_bytes:
-        ext["maxMsgBytes"] = str(request.max_msg_bytes)
+    # The answer must fit a frame: the bodies asked for are capped at half of one (the store
+    # still answers a first message of any size, and a message is at most a few MiB).
+    max_bytes = request.max_msg_bytes
+    ext["maxMsgBytes"] = str(max_bytes if 0 < max_bytes <= PULL_MAX_BYTES else PULL_MAX_BYTES)
     if request.epoch:
         ext["epoch"] = str(request.epoch)
     if request.client_id:

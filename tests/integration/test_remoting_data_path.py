@@ -18,7 +18,7 @@ from aiorocketmq.consumer import (
 )
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
-from aiorocketmq.protocol.errors import ServiceNotAvailable
+from aiorocketmq.protocol.errors import MessageTooLarge, ServiceNotAvailable
 from aiorocketmq.protocol.remoting.client import RemotingClient
 from aiorocketmq.protocol.remoting.command import RemotingCommand
 from aiorocketmq.protocol.remoting.server import RemotingConnection, RemotingServer
@@ -251,3 +251,25 @@ async def test_a_lite_pull_consumer_polls_over_remoting(cluster: LocalCluster) -
         assert python_connections(cluster) == 2
     finally:
         await consumer.shutdown()
+
+
+@pytest.mark.cluster(brokers=1, topic=TOPIC, queues=1, remoting=True)
+async def test_large_messages_fit_the_frames(cluster: LocalCluster) -> None:
+    """Pulls ask for at most half a frame of records (12 messages of 1.5 MiB, 18 MiB in one
+    queue, come in several pulls), and a send too large for a frame is refused by name."""
+    seen: dict[bytes, list[str]] = {}
+    consumer = remoting_consumer(cluster, "c", seen)
+    big = 1536 * 1024
+    async with Producer("rpg", cluster.namesrv_addr, data_transport="remoting") as producer:
+        sent = {}
+        for i in range(12):
+            body = b"%02d" % i + bytes(big)
+            sent[body] = [(await producer.send(Message(TOPIC, body))).msg_id]
+        with pytest.raises(MessageTooLarge, match="does not fit a remoting frame"):
+            await producer.send_batch([Message(TOPIC, bytes(3 * 1024 * 1024))] * 6)
+        try:
+            await consumer.start()
+            await wait_until(lambda: len(seen) == len(sent), timeout=20, message="all consumed")
+            assert seen == sent
+        finally:
+            await consumer.shutdown()
