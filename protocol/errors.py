@@ -13,6 +13,7 @@ import grpc
 from aiorocketmq.protocol.codes import ResponseCode
 
 __all__ = [
+    "ERROR_TYPE_FIELD",
     "RESPONSE_CODE_KEY",
     "ChannelNotFound",
     "InvalidArgument",
@@ -205,13 +206,43 @@ def from_rpc_error(error: grpc.aio.AioRpcError) -> MQError:
     return cls(message, response_code=code, grpc_status=status)
 
 
-def from_response_code(code: int, message: str) -> MQError:
+# Each typed error by its class name: how a remoting response of our servers names it
+# (``ERROR_TYPE_FIELD``), where a response code alone is ambiguous (MESSAGE_ILLEGAL is also
+# MessageTooLarge; INVALID_PARAMETER also OffsetOutOfRange).
+_BY_NAME: dict[str, type[MQError]] = {
+    cls.__name__: cls
+    for cls in (
+        TopicNotFound,
+        InvalidArgument,
+        MessageIllegal,
+        MessageTooLarge,
+        OffsetOutOfRange,
+        QueryNotFound,
+        NoPermission,
+        SubscriptionGroupNotExist,
+        SubscriptionNotExist,
+        SubscriptionNotLatest,
+        ChannelNotFound,
+        QueueFenced,
+        QueueHeldByOther,
+        ServiceNotAvailable,
+    )
+}
+#: The ext field of a remoting error response that names the error's class (ours).
+ERROR_TYPE_FIELD = "errorType"
+
+
+def from_response_code(code: int, message: str, error_type: str | None = None) -> MQError:
     """The typed error a response code stands for, where no gRPC status comes with it (an
-    answer within a batch: ``AcquireAnswer``; a remoting response)."""
+    answer within a batch: ``AcquireAnswer``; a remoting response, whose ``error_type`` names
+    the class when our server sent it)."""
     try:
         response_code = ResponseCode(code)
     except ValueError:
         return MQError(f"{message} (response code {code})")
+    named = _BY_NAME.get(error_type or "")
+    if named is not None:
+        return named(message, response_code=response_code)
     if response_code is ResponseCode.MESSAGE_ILLEGAL:
         return MessageIllegal(message)
     return _BY_CODE.get(response_code, MQError)(message, response_code=response_code)

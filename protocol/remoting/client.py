@@ -91,8 +91,12 @@ class RemotingClient:
                 future: asyncio.Future[RemotingCommand] = loop.create_future()
                 self._pending[cmd.opaque] = (future, conn)
                 try:
-                    assert conn.transport is not None
-                    conn.transport.writelines(encode_command_parts(cmd))
+                    transport = conn.transport
+                    if transport is None or transport.is_closing():
+                        raise ServiceNotAvailable(
+                            f"the remoting connection to {self.addr} is closing"
+                        )
+                    transport.writelines(encode_command_parts(cmd))
                     return await future
                 finally:
                     self._pending.pop(cmd.opaque, None)
@@ -124,6 +128,9 @@ class RemotingClient:
                 raise ServiceNotAvailable(
                     f"cannot connect to {self.addr} (remoting): {e}"
                 ) from None
+            if self._closed:  # closed while connecting: nobody would close this one
+                conn.close()
+                raise ServiceNotAvailable(f"the remoting client of {self.addr} is closed")
             self._conn = conn
             return conn
 
@@ -156,14 +163,21 @@ class RemotingClients:
 
     def __init__(self) -> None:
         self._clients: dict[str, RemotingClient] = {}
+        self._closed = False
 
     def client(self, addr: str) -> RemotingClient:
+        """The client of ``addr`` (after ``close()``, one that refuses every request)."""
         found = self._clients.get(addr)
         if found is None:
-            found = self._clients[addr] = RemotingClient(addr)
+            found = RemotingClient(addr)
+            if self._closed:
+                found._closed = True
+            else:
+                self._clients[addr] = found
         return found
 
     async def close(self) -> None:
+        self._closed = True
         clients, self._clients = self._clients, {}
         for client in clients.values():
             await client.close()

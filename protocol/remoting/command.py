@@ -287,7 +287,11 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 
 
 class FrameDecoder:
-    """Incremental: ``feed`` bytes, get the commands completed so far."""
+    """Incremental: ``feed`` bytes, get the commands completed so far.
+
+    Read each ``feed``'s commands to the end before the next ``feed`` (the frames are read in
+    place from the bytes given; a ``feed`` paused halfway still holds them).
+    """
 
     def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self.max_frame_length = max_frame_length

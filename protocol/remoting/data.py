@@ -15,22 +15,33 @@ broker that does not know them ignores (as Java's header decoding ignores unknow
 - ``compactResult`` (send): the answer's body is the stored messages' commit log offsets (int64
   big-endian each), with ``storeHost`` (the address in their records) and the first queue
   offset, instead of a comma-joined list of message ids: the producer makes the ids, as it does
-  from gRPC's compact result;
+  from gRPC's compact result (a batch with delayed messages, each stored in its delay level's
+  queue, answers ``msgIds`` and ``queueOffsets`` per message instead, as gRPC's results);
+- ``bornHost`` (send): the producer's host, as gRPC's request carries it (else the
+  connection's peer address);
 - ``rawRecords`` (pull): the body is the stored records as they are (gRPC's ``raw_records``),
   not rewritten as version 1 for Apache's clients;
 - ``epoch``, ``clientId``, ``minMsgNums``, ``maxWaitMillis``, ``watch``, ``channelId`` (pull):
   ``PullMessageRequest``'s fields of the same meaning (the fenced handoff, the pull's minimum,
-  the watch of an idle queue), and ``watching`` in the answer.
+  the watch of an idle queue), and ``watching`` in the answer;
+- ``errorType`` (any error response of our servers): the typed error's class, where the
+  response code alone is ambiguous (``MessageTooLarge`` and ``MessageIllegal`` share one).
 """
 
 from __future__ import annotations
 
+import sys
 import zlib
 from array import array
 
 from aiorocketmq.protocol.batch import batch_item
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
-from aiorocketmq.protocol.errors import InvalidArgument, MQError, from_response_code
+from aiorocketmq.protocol.errors import (
+    ERROR_TYPE_FIELD,
+    InvalidArgument,
+    MQError,
+    from_response_code,
+)
 from aiorocketmq.protocol.record import create_message_ids
 from aiorocketmq.protocol.remoting.command import DEFAULT_MAX_FRAME_LENGTH, RemotingCommand
 from aiorocketmq.protocol.remoting.fields import Fields, send_fields
@@ -77,10 +88,14 @@ _PULL_SUBSCRIPTION = 0x4
 _TRUE = "true"
 
 
+_SWAP = sys.byteorder == "little"  # the wire is big-endian
+
+
 def _offsets_body(offsets: list[int]) -> bytes:
     """Commit log offsets as int64 big-endian, back to back."""
     packed = array("q", offsets)
-    packed.byteswap()  # to big-endian (every machine we run on is little-endian)
+    if _SWAP:
+        packed.byteswap()
     return packed.tobytes()
 
 
@@ -88,13 +103,16 @@ def _offsets_of(body: bytes) -> array[int]:
     if len(body) % 8:
         raise MQError(f"a compact send answer of {len(body)} bytes is not int64 offsets")
     offsets = array("q", body)
-    offsets.byteswap()
+    if _SWAP:
+        offsets.byteswap()
     return offsets
 
 
 def _error(cmd: RemotingCommand) -> MQError:
-    """The typed error of a response that is not an answer."""
-    return from_response_code(cmd.code, cmd.remark or f"response code {cmd.code}")
+    """The typed error of a response that is not an answer (its class named by our servers)."""
+    return from_response_code(
+        cmd.code, cmd.remark or f"response code {cmd.code}", cmd.ext_fields.get(ERROR_TYPE_FIELD)
+    )
 
 
 # ---- sends -------------------------------------------------------------------------------------
@@ -118,6 +136,7 @@ def send_command(request: broker_pb2.SendMessageRequest) -> RemotingCommand:
             "l": str(request.max_reconsume_times),
             "m": _TRUE,
             "compactResult": _TRUE if request.compact_result else "false",
+            "bornHost": request.born_host,
         },
         body=request.batch_body,
     )
@@ -146,7 +165,7 @@ def send_request(cmd: RemotingCommand, born_host: str) -> broker_pb2.SendMessage
         topic=f.string("topic"),
         queue_id=f.integer("queueId", -1),
         batch_body=body,
-        born_host=born_host,
+        born_host=f.string("bornHost", "") or born_host,
         born_timestamp=f.integer("bornTimestamp", 0),
         reconsume_times=f.integer("reconsumeTimes", 0),
         max_reconsume_times=f.integer("maxReconsumeTimes", 0),
@@ -170,7 +189,11 @@ def send_answer(
     code = _SEND_RESPONSE_CODES.get(answer.send_status, ResponseCode.SUCCESS)
     ext = {"queueId": str(answer.message_queue.queue_id), "queueOffset": str(first)}
     if Fields(cmd.ext_fields).boolean("compactResult", False):
-        ext["storeHost"] = answer.store_host
+        if answer.results:  # delayed messages, each in its schedule queue: one by one
+            ext["msgIds"] = ",".join(r.msg_id for r in answer.results)
+            ext["queueOffsets"] = ",".join(str(r.queue_offset) for r in answer.results)
+        else:
+            ext["storeHost"] = answer.store_host
         return cmd.response(code, ext_fields=ext, body=_offsets_body(offsets))
     ext["msgId"] = ",".join(create_message_ids(*store_host, offsets))
     ext["MSG_REGION"] = "DefaultRegion"
@@ -195,7 +218,25 @@ def send_response(
     queue = response.message_queue
     queue.topic, queue.broker_name = request.topic, broker_name
     queue.queue_id = f.integer("queueId", request.queue_id)
-    response.commit_log_offsets.extend(_offsets_of(cmd.body))
+    offsets = _offsets_of(cmd.body)
+    ids = f.string("msgIds", "")
+    if not ids:
+        response.commit_log_offsets.extend(offsets)
+        return response
+    # Per message (a batch with delayed messages), as gRPC's results.
+    id_list, queue_offsets = ids.split(","), f.string("queueOffsets", "").split(",")
+    if not len(id_list) == len(queue_offsets) == len(offsets):
+        raise MQError(
+            f"a send answer names {len(id_list)} ids, {len(queue_offsets)} queue offsets and "
+            f"{len(offsets)} commit log offsets"
+        )
+    try:
+        for msg_id, queue_offset, offset in zip(id_list, queue_offsets, offsets, strict=True):
+            response.results.add(
+                msg_id=msg_id, queue_offset=int(queue_offset), commit_log_offset=offset
+            )
+    except ValueError:
+        raise MQError(f"a send answer's queue offsets are not numbers: {queue_offsets}") from None
     return response
 
 

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import ResponseCode
-from aiorocketmq.protocol.errors import MQError
+from aiorocketmq.protocol.errors import ERROR_TYPE_FIELD, MQError
 from aiorocketmq.protocol.remoting.command import (
     DEFAULT_MAX_FRAME_LENGTH,
     FLAG_ONEWAY,
@@ -101,7 +101,12 @@ class RemotingConnection(asyncio.Protocol):
         try:
             response = await self.server.handler(self, cmd)
         except MQError as e:
-            response = cmd.response(int(e.response_code), remark=e.message)
+            # The class too (ours; other clients ignore the field): a code alone is ambiguous.
+            response = cmd.response(
+                int(e.response_code),
+                remark=e.message,
+                ext_fields={ERROR_TYPE_FIELD: type(e).__name__},
+            )
         except asyncio.CancelledError:
             return
         except Exception as e:

@@ -18,7 +18,8 @@ from aiorocketmq.consumer import (
 )
 from aiorocketmq.local_cluster import LocalCluster
 from aiorocketmq.producer import Message, Producer
-from aiorocketmq.protocol.errors import MessageTooLarge, ServiceNotAvailable
+from aiorocketmq.protocol.errors import MessageTooLarge, OffsetOutOfRange, ServiceNotAvailable
+from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.remoting.client import RemotingClient
 from aiorocketmq.protocol.remoting.command import RemotingCommand
 from aiorocketmq.protocol.remoting.server import RemotingConnection, RemotingServer
@@ -271,5 +272,22 @@ async def test_large_messages_fit_the_frames(cluster: LocalCluster) -> None:
             await consumer.start()
             await wait_until(lambda: len(seen) == len(sent), timeout=20, message="all consumed")
             assert seen == sent
+        finally:
+            await consumer.shutdown()
+
+
+@pytest.mark.cluster(brokers=1, topic=TOPIC, queues=2, remoting=True)
+async def test_delayed_messages_and_typed_errors_over_remoting(cluster: LocalCluster) -> None:
+    seen: dict[bytes, list[str]] = {}
+    consumer = remoting_consumer(cluster, "c", seen)
+    async with Producer("rpg", cluster.namesrv_addr, data_transport="remoting") as producer:
+        await consumer.start()
+        try:
+            result = await producer.send(Message(TOPIC, b"later", delay_time_level=1))
+            assert len(result.msg_id) == 32 and result.queue_offset >= 0
+            await wait_until(lambda: b"later" in seen, timeout=10, message="the delayed message")
+            # A queue the topic does not have: the broker's own error, by its class.
+            with pytest.raises(OffsetOutOfRange, match="out of range"):
+                await producer.send(Message(TOPIC, b"x"), MessageQueue(TOPIC, "broker-a", 9))
         finally:
             await consumer.shutdown()

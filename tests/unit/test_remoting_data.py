@@ -15,7 +15,14 @@ from aiorocketmq.producer import Producer
 from aiorocketmq.protocol.batch import encode_batch
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.data_path import check_data_transport
-from aiorocketmq.protocol.errors import MessageIllegal, MQError, SubscriptionNotExist
+from aiorocketmq.protocol.errors import (
+    InvalidArgument,
+    MessageIllegal,
+    MessageTooLarge,
+    MQError,
+    OffsetOutOfRange,
+    SubscriptionNotExist,
+)
 from aiorocketmq.protocol.message import Message
 from aiorocketmq.protocol.record import create_message_ids, parse_host
 from aiorocketmq.protocol.remoting.command import FrameDecoder, RemotingCommand, encode_command
@@ -97,13 +104,15 @@ def test_a_send_reads_back_as_it_was_written() -> None:
     body = encode_batch([Message("T", b"one"), Message("T", b"two", tags="t")])
     request = broker_pb2.SendMessageRequest(
         producer_group="pg", topic="T", queue_id=3, batch_body=body, born_timestamp=1234,
-        reconsume_times=2, max_reconsume_times=5, compact_result=True,
+        reconsume_times=2, max_reconsume_times=5, compact_result=True, born_host="10.0.0.7",
     )
     cmd = over_the_wire(send_command(request))
     assert cmd.code == 320
-    read = send_request(cmd, "10.0.0.1:5555")
-    request.born_host = "10.0.0.1:5555"  # where the broker saw it come from
-    assert read == request
+    assert send_request(cmd, "10.0.0.1:5555") == request
+    # Without a born host of its own (Apache's clients): where the broker saw it come from.
+    request.born_host = ""
+    read = send_request(over_the_wire(send_command(request)), "10.0.0.1:5555")
+    assert read.born_host == "10.0.0.1:5555"
 
 
 def stored(queue_id: int = 3, first: int = 40, offsets: tuple[int, ...] = (0, 350, 700)) -> (
@@ -191,3 +200,44 @@ def test_an_unknown_data_transport_is_refused_by_name() -> None:
         Producer("pg", "127.0.0.1:9876", data_transport="http")
     with pytest.raises(ValueError, match="data_transport"):
         ClientConfig(data_transport="udp")
+
+
+def test_delayed_messages_are_answered_one_by_one() -> None:
+    """Each delayed message is stored in its level's schedule queue: ids and queue offsets
+    travel per message, as gRPC's results."""
+    request = broker_pb2.SendMessageRequest(topic="T", queue_id=1, compact_result=True)
+    answer = broker_pb2.SendMessageResponse()
+    answer.message_queue.queue_id = 1
+    answer.results.add(msg_id="A" * 32, queue_offset=7, commit_log_offset=100)
+    answer.results.add(msg_id="B" * 32, queue_offset=3, commit_log_offset=200)
+    asked = over_the_wire(send_command(request))
+    read = send_response(over_the_wire(send_answer(asked, answer, STORE_HOST)), request, "b")
+    assert [(r.msg_id, r.queue_offset, r.commit_log_offset) for r in read.results] == [
+        ("A" * 32, 7, 100), ("B" * 32, 3, 200),
+    ]
+    assert not read.commit_log_offsets
+    torn = over_the_wire(send_answer(asked, answer, STORE_HOST))
+    torn.ext_fields["queueOffsets"] = "7"
+    with pytest.raises(MQError, match="2 ids, 1 queue offsets"):
+        send_response(torn, request, "b")
+
+
+@pytest.mark.parametrize(
+    ("code", "error_type", "expected"),
+    [
+        (ResponseCode.MESSAGE_ILLEGAL, "MessageTooLarge", MessageTooLarge),
+        (ResponseCode.MESSAGE_ILLEGAL, None, MessageIllegal),
+        (ResponseCode.INVALID_PARAMETER, "OffsetOutOfRange", OffsetOutOfRange),
+        (ResponseCode.INVALID_PARAMETER, "NoSuchError", InvalidArgument),
+    ],
+)
+def test_our_servers_name_the_error_where_the_code_is_ambiguous(
+    code: ResponseCode, error_type: str | None, expected: type[MQError]
+) -> None:
+    answer = RemotingCommand(code=11).response(code, remark="why")
+    if error_type:
+        answer.ext_fields["errorType"] = error_type
+    with pytest.raises(expected, match="why") as raised:
+        pull_response(over_the_wire(answer), "b")
+    assert type(raised.value) is expected
+    assert raised.value.response_code == code
