@@ -1,15 +1,18 @@
-"""Apache's producer over remoting against ours over gRPC, into the same broker, in one run.
+"""Apache's producer over remoting against ours over gRPC and over remoting, into the same
+broker, in one run.
 
 Starts a name server and one broker (ASYNC_FLUSH) as processes, both with a remoting listener,
 and a topic of 8 queues. Then each client, in its own process, sends the same messages one at
 a time, synchronously (each send waits for its answer: what ``send_sync`` and ``await
-producer.send`` do): first a warm-up, then ``--messages`` timed sends, for ``--rounds`` rounds
-alternating the two clients. Printed per client: messages per second, the send latency
+producer.send`` do): first a warm-up, then ``--messages`` timed sends, for ``--rounds`` rounds,
+the clients taking turns to go first. Printed per client: messages per second, the send latency
 (p50, p99 from every send), and the broker process's CPU time per message (from ``/proc``
 before and after the timed sends: what the broker spends on each protocol).
 
 The clients: Apache's C++ client 1.2.3 (PyPI ``rocketmq``, ``Producer.send_sync``: SEND_MESSAGE
-with JSON headers over its TCP connection) and ours (``Producer.send``: SendMessage over gRPC).
+with JSON headers over its TCP connection) and ours (``Producer.send``), once over gRPC
+(SendMessage) and once with ``data_transport="remoting"`` (SEND_BATCH_MESSAGE over a TCP
+connection of its own).
 
 ``python -m bench.remoting [--messages N] [--size B] [--rounds R]``
 """
@@ -33,6 +36,12 @@ from bench.stats import percentile
 
 TOPIC = "BenchRemoting"
 QUEUES = 8
+# Client kind -> how it sends.
+CLIENTS = {
+    "apache": "remoting (Apache C++ 1.2.3, send_sync)",
+    "ours": "gRPC (Producer.send)",
+    "ours-remoting": 'remoting (Producer.send, data_transport="remoting")',
+}
 
 
 def _client_apache(namesrv: str, messages: int, size: int) -> list[float]:
@@ -61,12 +70,12 @@ def _client_apache(namesrv: str, messages: int, size: int) -> list[float]:
     return latencies
 
 
-async def _client_ours(namesrv: str, messages: int, size: int) -> list[float]:
+async def _client_ours(namesrv: str, messages: int, size: int, transport: str) -> list[float]:
     from aiorocketmq.producer import Message, Producer
 
     body = b"x" * size
     latencies = []
-    async with Producer("bench_ours", namesrv) as producer:
+    async with Producer("bench_ours", namesrv, data_transport=transport) as producer:
         for warm in (True, False):
             for i in range(200 if warm else messages):
                 start = time.perf_counter()
@@ -85,7 +94,8 @@ def client_main(kind: str, namesrv: str, messages: int, size: int) -> None:
     if kind == "apache":
         latencies = _client_apache(namesrv, messages, size)
     else:
-        latencies = asyncio.run(_client_ours(namesrv, messages, size))
+        transport = "remoting" if kind == "ours-remoting" else "grpc"
+        latencies = asyncio.run(_client_ours(namesrv, messages, size, transport))
     print(json.dumps({"latencies": latencies, "wall": sum(latencies),
                       "total": time.perf_counter() - start}), flush=True)
 
@@ -130,8 +140,9 @@ async def bench(messages: int, size: int, rounds: int) -> list[dict[str, Any]]:
             broker_pid = next(iter(cluster.brokers.values())).pid
             await asyncio.sleep(1.5)  # the route reaches the remoting side too
             results = []
+            kinds = list(CLIENTS)
             for r in range(rounds):
-                for kind in ("apache", "ours") if r % 2 == 0 else ("ours", "apache"):
+                for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
                     results.append(
                         await _run_client(kind, cluster, broker_pid, messages, size, root)
                     )
@@ -143,8 +154,7 @@ def summarize(results: list[dict[str, Any]]) -> str:
         "| client | protocol | sends | msg/s (median of rounds) | p50 ms | p99 ms | broker CPU µs/msg |",
         "|---|---|---|---|---|---|---|",
     ]
-    for kind, protocol in (("apache", "remoting (Apache C++ 1.2.3, send_sync)"),
-                           ("ours", "gRPC (Producer.send)")):
+    for kind, protocol in CLIENTS.items():
         rows = [r for r in results if r["client"] == kind]
         cpu = [r["broker_cpu_us"] for r in rows if r["broker_cpu_us"] is not None]
         cpu_text = f"{statistics.median(cpu):.0f}" if cpu else "-"
@@ -162,7 +172,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=5000, help="timed sends per round")
     parser.add_argument("--size", type=int, default=256, help="body bytes")
     parser.add_argument("--rounds", type=int, default=4, help="rounds, clients alternating")
-    parser.add_argument("--client", choices=["apache", "ours"], help=argparse.SUPPRESS)
+    parser.add_argument("--client", choices=list(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--namesrv", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
