@@ -14,9 +14,10 @@ by the same count are there:
 - **echo**: the serialized send request of one batch through the echo server, answered as is:
   what gRPC alone costs (the baseline of ``bench.throughput``), once before our rows and once
   after them, the ratios taken to the mean of the two (a shared host drifts within minutes);
-- **aiorocketmq**, a row per ``--pull-batch`` and ``--pull-min`` (that fits it; a minimum above
-  one waits at most ``--pull-max-wait-ms``), each on a topic of its own (a new group reads a
-  topic from its start: a shared one would count the rows before):
+- **aiorocketmq**, a row per ``--transport`` (the clients' ``data_transport``: gRPC calls, or
+  remoting frames to the broker's remoting port), ``--pull-batch`` and ``--pull-min`` (that
+  fits it; a minimum above one waits at most ``--pull-max-wait-ms``), each on a topic of its own
+  (a new group reads a topic from its start: a shared one would count the rows before):
   ``Producer.send_batch`` in every sender task of
   this process while one ``PushConsumer`` in a process of its own (as a consumer application
   runs; its listener given up to ``--consume-batch`` messages per call, its
@@ -40,7 +41,8 @@ by the same count are there:
   server's limit, with no Python in the way (produce only).
 
 ``python -m bench.endtoend [--duration S] [--senders N ...] [--batch N] [--body-size B]
-[--pull-batch N ...] [--pull-min N ...] [--pull-max-wait-ms MS] [--window N]``
+[--pull-batch N ...] [--pull-min N ...] [--pull-max-wait-ms MS] [--window N]
+[--transport grpc|remoting ...]``
 """
 
 from __future__ import annotations
