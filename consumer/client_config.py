@@ -30,9 +30,10 @@ class ClientConfig:
     channel_reconnect_delay_ms: int = 200
     channel_reconnect_max_delay_ms: int = 5_000
     # Ours: the client instances of one process (and event loop) that set this share one gRPC
-    # channel per broker and name server (``aiorocketmq.protocol.channels``), where each would
-    # otherwise open its own: for a process hosting many consumers of one group, each with its
-    # own client id. Each instance keeps its own channel stream, so brokers see it as before.
+    # channel per broker and name server (``aiorocketmq.protocol.channels``), and one remoting
+    # connection per broker with ``data_transport="remoting"``, where each would otherwise open
+    # its own: for a process hosting many consumers of one group, each with its own client id.
+    # Each instance keeps its own channel stream, so brokers see it as before.
     share_connections: bool = False
     # Ours, with share_connections: the fenced acquires of the process's client instances to
     # one broker asked for within this long of one another go in one AcquireQueuesBatch call

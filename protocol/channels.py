@@ -24,36 +24,63 @@ import grpc
 
 from aiorocketmq.protocol.rpc import insecure_channel
 
-__all__ = ["SharedChannels", "StubTable", "shared_channels"]
+__all__ = ["RefCounted", "SharedChannels", "StubTable", "shared_channels"]
 
 StubT = TypeVar("StubT")
 T = TypeVar("T")
+
+
+class RefCounted(Generic[T]):
+    """One object per address (a channel, a connection), made for its first user and handed
+    back by ``release`` when its last user is done, for the caller to close."""
+
+    def __init__(self, make: Callable[[str], T]) -> None:
+        self._make = make
+        self._entries: dict[str, tuple[T, int]] = {}
+
+    def acquire(self, addr: str) -> T:
+        """The object of ``addr`` (made now for the first user), counted as one more user."""
+        found, users = self._entries.get(addr) or (self._make(addr), 0)
+        self._entries[addr] = (found, users + 1)
+        return found
+
+    def release(self, addr: str) -> T | None:
+        """One user of ``addr`` is done: the object when that was the last user, else None."""
+        entry = self._entries.get(addr)
+        if entry is None:
+            return None
+        found, users = entry
+        if users > 1:
+            self._entries[addr] = (found, users - 1)
+            return None
+        del self._entries[addr]
+        return found
+
+    def get(self, addr: str) -> T | None:
+        entry = self._entries.get(addr)
+        return entry[0] if entry is not None else None
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class SharedChannels:
     """One channel per address for every client of an event loop that asks for one."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[grpc.aio.Channel, int]] = {}
+        self._channels: RefCounted[grpc.aio.Channel] = RefCounted(insecure_channel)
         # Objects living with a channel, for its users together (``attached``).
         self._attached: dict[tuple[str, str], object] = {}
 
     def acquire(self, addr: str) -> grpc.aio.Channel:
         """The channel to ``addr`` (opened by the first user), counted as one more user."""
-        channel, users = self._entries.get(addr) or (insecure_channel(addr), 0)
-        self._entries[addr] = (channel, users + 1)
-        return channel
+        return self._channels.acquire(addr)
 
     async def release(self, addr: str) -> None:
         """One user of ``addr`` is done; the last one closes the channel."""
-        entry = self._entries.get(addr)
-        if entry is None:
+        channel = self._channels.release(addr)
+        if channel is None:
             return
-        channel, users = entry
-        if users > 1:
-            self._entries[addr] = (channel, users - 1)
-            return
-        del self._entries[addr]
         for key in [k for k in self._attached if k[0] == addr]:
             close = getattr(self._attached.pop(key), "close", None)
             if close is not None:  # what it holds for the channel's users fails now
@@ -66,12 +93,13 @@ class SharedChannels:
         key = (addr, name)
         found = self._attached.get(key)
         if found is None:
-            channel = self._entries[addr][0]
+            channel = self._channels.get(addr)
+            assert channel is not None, f"no user holds the channel to {addr}"
             found = self._attached[key] = make(channel)
         return cast(T, found)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._channels)
 
 
 # grpc.aio channels belong to the loop they were made on: one table per loop.

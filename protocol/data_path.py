@@ -50,7 +50,8 @@ class DataPath:
     def __init__(self, brokers: BrokerConnections, data_transport: str = "grpc") -> None:
         self.brokers = brokers
         self.transport = check_data_transport(data_transport)
-        self.remoting = RemotingClients()
+        # Shared by the client instances of the process when their gRPC channels are.
+        self.remoting = RemotingClients(shared=brokers.shared)
 
     def _remoting(self, remoting_addr: str | None) -> bool:
         return self.transport == "remoting" and bool(remoting_addr)

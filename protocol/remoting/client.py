@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import weakref
 from typing import cast
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.channels import RefCounted
 from aiorocketmq.protocol.errors import ServiceNotAvailable
 from aiorocketmq.protocol.remoting.command import (
     DEFAULT_MAX_FRAME_LENGTH,
@@ -158,10 +160,29 @@ class RemotingClient:
             self._conn.close()
 
 
-class RemotingClients:
-    """One ``RemotingClient`` per address, for as long as their owner lives."""
+# The connections the clients of one event loop share (``RemotingClients(shared=True)``).
+_SHARED_BY_LOOP: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, RefCounted[RemotingClient]
+] = weakref.WeakKeyDictionary()
 
-    def __init__(self) -> None:
+
+def _shared() -> RefCounted[RemotingClient]:
+    loop = asyncio.get_running_loop()
+    table = _SHARED_BY_LOOP.get(loop)
+    if table is None:
+        table = _SHARED_BY_LOOP[loop] = RefCounted(RemotingClient)
+    return table
+
+
+class RemotingClients:
+    """One ``RemotingClient`` per address, for as long as their owner lives. ``shared=True``:
+    taken from the event loop's shared ones (counted by reference; the last owner to let go
+    closes it), as the client instances of one process share their gRPC channels
+    (``ClientConfig.share_connections``): a process hosting many consumers then holds one
+    connection per broker, not one each."""
+
+    def __init__(self, *, shared: bool = False) -> None:
+        self.shared = shared
         self._clients: dict[str, RemotingClient] = {}
         self._closed = False
 
@@ -169,15 +190,23 @@ class RemotingClients:
         """The client of ``addr`` (after ``close()``, one that refuses every request)."""
         found = self._clients.get(addr)
         if found is None:
-            found = RemotingClient(addr)
             if self._closed:
+                found = RemotingClient(addr)
                 found._closed = True
-            else:
-                self._clients[addr] = found
+                return found
+            found = _shared().acquire(addr) if self.shared else RemotingClient(addr)
+            self._clients[addr] = found
         return found
 
     async def close(self) -> None:
+        """Let go of every connection: a private one is closed, a shared one by its last
+        owner."""
         self._closed = True
         clients, self._clients = self._clients, {}
-        for client in clients.values():
-            await client.close()
+        for addr, client in clients.items():
+            if self.shared:
+                last = _shared().release(addr)
+                if last is not None:
+                    await last.close()
+            else:
+                await client.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -123,11 +124,11 @@ async def test_nobody_listening_is_a_typed_error() -> None:
 
 
 # ---- on a cluster ------------------------------------------------------------------------------
-def over_remoting() -> ClientConfig:
+def over_remoting(**kw: Any) -> ClientConfig:
     """The tests' fast client timings, pulling over remoting."""
     return ClientConfig(
         persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000,
-        data_transport="remoting",
+        data_transport="remoting", **kw,
     )
 
 
@@ -143,8 +144,9 @@ def remoting_consumer(
             seen.setdefault(m.body, []).append(m.msg_id)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
+    config = over_remoting(share_connections=bool(kw.pop("share_connections", False)))
     c = PushConsumer(
-        "rg", cluster.namesrv_addr, instance_name=name, client_config=over_remoting(),
+        "rg", cluster.namesrv_addr, instance_name=name, client_config=config,
         consume_from_where="CONSUME_FROM_FIRST_OFFSET", **kw,  # type: ignore[arg-type]
     )
     c.subscribe(TOPIC, "*")
@@ -291,3 +293,33 @@ async def test_delayed_messages_and_typed_errors_over_remoting(cluster: LocalClu
                 await producer.send(Message(TOPIC, b"x"), MessageQueue(TOPIC, "broker-a", 9))
         finally:
             await consumer.shutdown()
+
+
+@pytest.mark.cluster(brokers=2, topic=TOPIC, queues=2, remoting=True)
+async def test_client_instances_sharing_connections_share_the_remoting_ones(
+    cluster: LocalCluster,
+) -> None:
+    """With ``share_connections`` the consumers of a process pull over one connection per
+    broker; it stays open while one of them still uses it."""
+    seen: dict[bytes, list[str]] = {}
+    consumers = [
+        remoting_consumer(cluster, f"c{i}", seen, share_connections=True) for i in range(3)
+    ]
+    async with Producer("rpg", cluster.namesrv_addr) as producer:  # over gRPC
+        try:
+            for c in consumers:
+                await c.start()
+            sent = await produce(producer, 40)
+            await wait_until(lambda: len(seen) == len(sent), timeout=20, message="all consumed")
+            assert python_connections(cluster) == 2
+            await consumers[0].shutdown()
+            await consumers[1].shutdown()
+            sent |= await produce(producer, 40, 40)
+            await wait_until(lambda: len(seen) == len(sent), timeout=20, message="the last one")
+            assert python_connections(cluster) == 2
+            await consumers[2].shutdown()
+            await wait_until(lambda: python_connections(cluster) == 0, timeout=5,
+                             message="the last owner closes them")
+        finally:
+            for c in consumers:
+                await c.shutdown()
