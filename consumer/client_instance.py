@@ -390,10 +390,15 @@ class MQClientInstance:
                 changed = await self.update_topic_route_info_from_name_server(topic) or changed
         return changed
 
+    def _broker_id(self, broker_name: str) -> int | None:
+        """The broker id calls to ``broker_name`` go to: its master's, else any it has."""
+        addrs = self.broker_addr_table.get(broker_name) or {}
+        return MASTER_ID if MASTER_ID in addrs else next(iter(addrs), None)
+
     def find_broker_addr(self, broker_name: str) -> str | None:
         """The master address of ``broker_name``, else any of its addresses."""
-        addrs = self.broker_addr_table.get(broker_name) or {}
-        return addrs.get(MASTER_ID) or next(iter(addrs.values()), None)
+        broker_id = self._broker_id(broker_name)
+        return None if broker_id is None else self.broker_addr_table[broker_name][broker_id]
 
     async def invoke_broker(
         self, broker_name: str, method: str, request: Any, timeout: float | None = None
@@ -415,12 +420,12 @@ class MQClientInstance:
     ) -> broker_pb2.PullMessageResponse:
         """PullMessage on ``broker_name``'s master, on the data transport the config names
         (``protocol.data_path``); failures raise the typed ``MQError``."""
-        addrs = self.broker_addr_table.get(broker_name) or {}
-        broker_id = MASTER_ID if MASTER_ID in addrs else next(iter(addrs), None)
+        broker_id = self._broker_id(broker_name)
         if broker_id is None:
             raise ServiceNotAvailable(f"no address for broker {broker_name} in the routes")
+        addr = self.broker_addr_table[broker_name][broker_id]
         remoting_addr = (self.remoting_addr_table.get(broker_name) or {}).get(broker_id)
-        return await self.data.pull(addrs[broker_id], remoting_addr, broker_name, request, timeout)
+        return await self.data.pull(addr, remoting_addr, broker_name, request, timeout)
 
     async def acquire_queues(
         self, broker_name: str, request: broker_pb2.AcquireQueuesRequest

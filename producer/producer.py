@@ -42,11 +42,7 @@ from aiorocketmq.protocol.errors import (
 from aiorocketmq.protocol.message import Message
 from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.record import create_message_ids, parse_host
-from aiorocketmq.protocol.route import (
-    master_addr,
-    remoting_master_addr,
-    route_to_publish_queues,
-)
+from aiorocketmq.protocol.route import MASTER_ID, master_broker_data, route_to_publish_queues
 from aiorocketmq.protocol.v1 import broker_pb2, common_pb2
 from aiorocketmq.protocol.validators import SYSTEM_TOPICS, check_group, check_topic
 from aiorocketmq.trace import tracer
@@ -210,17 +206,19 @@ class Producer:
         info = self._publish.get(topic) or await self.update_topic_route(topic)
         return list(info.message_queue_list)
 
-    def _broker_addr(self, topic: str, broker_name: str) -> str:
+    def _broker_addrs(self, topic: str, broker_name: str) -> tuple[str, str | None]:
+        """The master of ``broker_name``: its gRPC address, and its remoting one if it serves
+        remoting (from ``topic``'s route, else any route that names it)."""
         route = self._routes.get(topic)
-        addr = master_addr(route, broker_name) if route is not None else None
-        if addr is None:
+        bd = master_broker_data(route, broker_name) if route is not None else None
+        if bd is None:
             for other in self._routes.values():
-                addr = master_addr(other, broker_name)
-                if addr is not None:
+                bd = master_broker_data(other, broker_name)
+                if bd is not None:
                     break
-        if addr is None:
+        if bd is None:
             raise ServiceNotAvailable(f"no master address for broker {broker_name}")
-        return addr
+        return bd.broker_addrs[MASTER_ID], bd.remoting_addrs.get(MASTER_ID)
 
     # ---- sending ---------------------------------------------------------------------------
     def _check(self, messages: Sequence[Message]) -> str:
@@ -266,7 +264,7 @@ class Producer:
         self, mq: MessageQueue, batch_body: bytes, timeout: float
     ) -> broker_pb2.SendMessageResponse:
         """One SendMessage RPC of batch bodies (one batch's, or several joined) to ``mq``."""
-        addr = self._broker_addr(mq.topic, mq.broker_name)
+        addr, remoting_addr = self._broker_addrs(mq.topic, mq.broker_name)
         request = broker_pb2.SendMessageRequest(
             producer_group=self.group,
             topic=mq.topic,
@@ -279,8 +277,6 @@ class Producer:
         # A transport failure raises ServiceNotAvailable and leaves the shared channel open (gRPC
         # reconnects it; a remoting connection reopens at the next send); the caller retries on
         # another broker.
-        route = self._routes.get(mq.topic)
-        remoting_addr = remoting_master_addr(route, mq.broker_name) if route is not None else None
         return await self._data.send(addr, remoting_addr, mq.broker_name, request, timeout)
 
     @staticmethod

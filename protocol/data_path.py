@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from aiorocketmq.protocol.broker_connections import BrokerConnections
 from aiorocketmq.protocol.errors import MessageTooLarge
-from aiorocketmq.protocol.remoting.client import RemotingClients
+from aiorocketmq.protocol.remoting.client import RemotingClient, RemotingClients
 from aiorocketmq.protocol.remoting.command import DEFAULT_MAX_FRAME_LENGTH
 from aiorocketmq.protocol.remoting.data import (
     pull_command,
@@ -53,8 +53,11 @@ class DataPath:
         # Shared by the client instances of the process when their gRPC channels are.
         self.remoting = RemotingClients(shared=brokers.shared)
 
-    def _remoting(self, remoting_addr: str | None) -> bool:
-        return self.transport == "remoting" and bool(remoting_addr)
+    def _remoting(self, remoting_addr: str | None) -> RemotingClient | None:
+        """The connection a request goes on when it goes over remoting, else None (gRPC)."""
+        if self.transport != "remoting" or not remoting_addr:
+            return None
+        return self.remoting.client(remoting_addr)
 
     async def send(
         self,
@@ -66,16 +69,14 @@ class DataPath:
     ) -> broker_pb2.SendMessageResponse:
         """``SendMessage`` of ``request`` to the broker at ``addr`` (gRPC) or
         ``remoting_addr``."""
-        if self._remoting(remoting_addr):
-            assert remoting_addr is not None
+        client = self._remoting(remoting_addr)
+        if client is not None:
             if len(request.batch_body) > SEND_MAX_BYTES:
                 raise MessageTooLarge(
                     f"a send of {len(request.batch_body)} bytes does not fit a remoting frame "
                     f"({SEND_MAX_BYTES} bytes at most): send fewer messages at a time"
                 )
-            answer = await self.remoting.client(remoting_addr).invoke(
-                send_command(request), timeout
-            )
+            answer = await client.invoke(send_command(request), timeout)
             return send_response(answer, request, broker_name)
         response: broker_pb2.SendMessageResponse = await call(
             self.brokers.stub(addr).SendMessage, request, timeout
@@ -92,11 +93,9 @@ class DataPath:
     ) -> broker_pb2.PullMessageResponse:
         """``PullMessage`` of ``request`` from the broker at ``addr`` (gRPC) or
         ``remoting_addr``."""
-        if self._remoting(remoting_addr):
-            assert remoting_addr is not None
-            answer = await self.remoting.client(remoting_addr).invoke(
-                pull_command(request), timeout
-            )
+        client = self._remoting(remoting_addr)
+        if client is not None:
+            answer = await client.invoke(pull_command(request), timeout)
             return pull_response(answer, broker_name)
         response: broker_pb2.PullMessageResponse = await call(
             self.brokers.stub(addr).PullMessage, request, timeout

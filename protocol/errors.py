@@ -160,6 +160,7 @@ class ServiceNotAvailable(MQError):
 
 _BY_CODE: dict[ResponseCode, type[MQError]] = {
     ResponseCode.TOPIC_NOT_EXIST: TopicNotFound,
+    ResponseCode.MESSAGE_ILLEGAL: MessageIllegal,
     ResponseCode.INVALID_PARAMETER: InvalidArgument,
     ResponseCode.QUERY_NOT_FOUND: QueryNotFound,
     ResponseCode.NO_PERMISSION: NoPermission,
@@ -243,6 +244,4 @@ def from_response_code(code: int, message: str, error_type: str | None = None) -
     named = _BY_NAME.get(error_type or "")
     if named is not None:
         return named(message, response_code=response_code)
-    if response_code is ResponseCode.MESSAGE_ILLEGAL:
-        return MessageIllegal(message)
     return _BY_CODE.get(response_code, MQError)(message, response_code=response_code)

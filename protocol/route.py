@@ -11,7 +11,13 @@ from aiorocketmq.protocol.message_queue import MessageQueue
 from aiorocketmq.protocol.perm import PermName
 from aiorocketmq.protocol.v1 import common_pb2
 
-__all__ = ["MASTER_ID", "master_addr", "route_to_publish_queues", "route_to_subscribe_queues"]
+__all__ = [
+    "MASTER_ID",
+    "master_addr",
+    "master_broker_data",
+    "route_to_publish_queues",
+    "route_to_subscribe_queues",
+]
 
 MASTER_ID = 0
 
@@ -44,17 +50,17 @@ def route_to_publish_queues(topic: str, route: common_pb2.TopicRouteData) -> lis
     ]
 
 
+def master_broker_data(
+    route: common_pb2.TopicRouteData, broker_name: str
+) -> common_pb2.BrokerData | None:
+    """``broker_name``'s addresses in the route, if it names a master there."""
+    for bd in route.broker_datas:
+        if bd.broker_name == broker_name:
+            return bd if MASTER_ID in bd.broker_addrs else None
+    return None
+
+
 def master_addr(route: common_pb2.TopicRouteData, broker_name: str) -> str | None:
     """The master address of ``broker_name`` in the route, if it has one."""
-    for bd in route.broker_datas:
-        if bd.broker_name == broker_name:
-            return bd.broker_addrs.get(MASTER_ID)
-    return None
-
-
-def remoting_master_addr(route: common_pb2.TopicRouteData, broker_name: str) -> str | None:
-    """The remoting address of ``broker_name``'s master in the route, if it serves remoting."""
-    for bd in route.broker_datas:
-        if bd.broker_name == broker_name:
-            return bd.remoting_addrs.get(MASTER_ID)
-    return None
+    bd = master_broker_data(route, broker_name)
+    return bd.broker_addrs[MASTER_ID] if bd is not None else None
