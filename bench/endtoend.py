@@ -847,8 +847,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--transport",
         nargs="+",
         choices=DATA_TRANSPORTS,
-        default=list(DATA_TRANSPORTS),
-        help="the data_transport of the producer and the consumer, a row each (default: both)",
+        default=["grpc", "remoting"],
+        help="the data_transport of the producer and the consumer, a row each (default: grpc "
+        "and remoting; auto, the clients' default, takes remoting here: the broker serves it)",
     )
     parser.add_argument(
         "--window",

@@ -31,7 +31,7 @@ class ClientConfig:
     channel_reconnect_max_delay_ms: int = 5_000
     # Ours: the client instances of one process (and event loop) that set this share one gRPC
     # channel per broker and name server (``aiorocketmq.protocol.channels``), and one remoting
-    # connection per broker with ``data_transport="remoting"``, where each would otherwise open
+    # connection per broker when pulls go over remoting, where each would otherwise open
     # its own: for a process hosting many consumers of one group, each with its own client id.
     # Each instance keeps its own channel stream, so brokers see it as before.
     share_connections: bool = False
@@ -54,10 +54,12 @@ class ClientConfig:
     # brokers each change was told four times, a quarter of a broker's messages in a change
     # of a 1,000-consumer group. False: every broker notifies, as in RocketMQ.
     notified_by_one_broker: bool = True
-    # Ours: how pulls travel: "grpc", or "remoting" (RocketMQ's own protocol, to brokers that
-    # serve it; the others over gRPC all the same): ``aiorocketmq.protocol.data_path``. The
-    # rest (heartbeats, offsets, the channel stream) is gRPC either way.
-    data_transport: str = "grpc"
+    # Ours: how pulls travel: "auto" (remoting where the broker serves it, else gRPC, falling
+    # back to gRPC when its remoting port cannot be reached), "grpc", or "remoting" (RocketMQ's
+    # own protocol, to brokers that serve it; the others over gRPC all the same):
+    # ``aiorocketmq.protocol.data_path``. The rest (heartbeats, offsets, the channel stream) is
+    # gRPC either way.
+    data_transport: str = "auto"
 
     def __post_init__(self) -> None:
         check_data_transport(self.data_transport)

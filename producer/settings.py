@@ -47,10 +47,11 @@ class ProducerSettings:
     #: requests, which cost the broker and the producer least per message (a request's cost
     #: hardly depends on its size); raise it when a broker is far away.
     max_in_flight_sends: int = 1
-    #: How sends travel: ``"grpc"``, or ``"remoting"`` (RocketMQ's own protocol, to brokers
-    #: that serve it; the others over gRPC all the same): ``aiorocketmq.protocol.data_path``.
-    #: Ours. Default "grpc".
-    data_transport: str = "grpc"
+    #: How sends travel: ``"auto"`` (remoting where the broker serves it, else gRPC, falling
+    #: back to gRPC when its remoting port cannot be reached), ``"grpc"``, or ``"remoting"``
+    #: (RocketMQ's own protocol, to brokers that serve it; the others over gRPC all the same):
+    #: ``aiorocketmq.protocol.data_path``. Ours. Default "auto".
+    data_transport: str = "auto"
 
     def check(self) -> None:
         """Every option in range (``ValueError`` naming the first that is not)."""

@@ -61,9 +61,10 @@ def _client_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data-transport",
         choices=DATA_TRANSPORTS,
-        default="grpc",
+        default="auto",
         help="how messages travel to and from the brokers: gRPC, or RocketMQ's remoting "
-        "protocol to brokers that serve it (faster; default %(default)s)",
+        "protocol to brokers that serve it (faster); auto: remoting where a broker serves it "
+        "and its port answers, else gRPC (default %(default)s)",
     )
 
 

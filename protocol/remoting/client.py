@@ -26,9 +26,14 @@ from aiorocketmq.protocol.remoting.command import (
     encode_command_parts,
 )
 
-__all__ = ["RemotingClient", "RemotingClients"]
+__all__ = ["ConnectFailed", "RemotingClient", "RemotingClients"]
 
 log = get_logger("aiorocketmq.protocol.remoting")
+
+
+class ConnectFailed(ServiceNotAvailable):
+    """The connection could not be opened (refused, unreachable, or not within the deadline):
+    no request went out."""
 
 
 class _Connection(asyncio.Protocol):
@@ -86,6 +91,7 @@ class RemotingClient:
         in all (connecting included)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        conn: _Connection | None = None
         try:
             async with asyncio.timeout_at(deadline):
                 conn = await self._connected()
@@ -103,6 +109,10 @@ class RemotingClient:
                 finally:
                     self._pending.pop(cmd.opaque, None)
         except TimeoutError:
+            if conn is None:
+                raise ConnectFailed(
+                    f"cannot connect to {self.addr} (remoting) within {timeout:.3g} s"
+                ) from None
             raise ServiceNotAvailable(
                 f"no answer from {self.addr} within {timeout:.3g} s (remoting request code "
                 f"{cmd.code})"
@@ -127,9 +137,7 @@ class RemotingClient:
                     lambda: _Connection(self), host.strip("[]"), int(port)
                 )
             except (OSError, ValueError) as e:
-                raise ServiceNotAvailable(
-                    f"cannot connect to {self.addr} (remoting): {e}"
-                ) from None
+                raise ConnectFailed(f"cannot connect to {self.addr} (remoting): {e}") from None
             if self._closed:  # closed while connecting: nobody would close this one
                 conn.close()
                 raise ServiceNotAvailable(f"the remoting client of {self.addr} is closed")

@@ -82,9 +82,11 @@ async def test_broker_and_name_server_metrics_move_with_the_messages(
             return lag == 0
 
         await wait_until(lag_zero, timeout=10, message="lag 0 once committed")
-        # sends are SEND_BATCH_MESSAGE (320) over gRPC; each observed in the histogram
+        # sends are SEND_BATCH_MESSAGE (320), over remoting (data_transport "auto": the brokers
+        # serve it); each observed in the histogram
         sends = await brokers_total(cluster, "rocketmq_rpc_latency_count",
-                                    protocol_type="grpc", request_code="320", response_code="0")
+                                    protocol_type="remoting", request_code="320",
+                                    response_code="0")
         assert sends == 20
     finally:
         await consumer.shutdown()

@@ -241,7 +241,8 @@ async def test_a_lite_pull_consumer_polls_over_remoting(cluster: LocalCluster) -
         consume_from_where="CONSUME_FROM_FIRST_OFFSET",  # type: ignore[arg-type]
     )
     consumer.subscribe(TOPIC)
-    async with Producer("rpg", cluster.namesrv_addr) as producer:  # over gRPC: both meet
+    # Sent over gRPC, pulled over remoting: both meet.
+    async with Producer("rpg", cluster.namesrv_addr, data_transport="grpc") as producer:
         sent = await produce(producer, 40)
     await consumer.start()
     try:
@@ -279,6 +280,55 @@ async def test_large_messages_fit_the_frames(cluster: LocalCluster) -> None:
 
 
 @pytest.mark.cluster(brokers=1, topic=TOPIC, queues=2, remoting=True)
+async def test_auto_takes_remoting_and_falls_back_to_grpc(
+    cluster: LocalCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The default, "auto": remoting where the broker serves it; a send too large for a frame
+    goes over gRPC; a remoting port that stops answering is set aside, logged once, and the
+    messages go on over gRPC (where "remoting" fails them)."""
+    seen: dict[bytes, list[str]] = {}
+    consumer = PushConsumer(
+        "ag", cluster.namesrv_addr, instance_name="auto",
+        client_config=ClientConfig(persist_consumer_offset_interval_ms=200),
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",  # type: ignore[arg-type]
+    )
+    consumer.subscribe(TOPIC, "*")
+
+    async def listener(
+        msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            seen.setdefault(m.body, []).append(m.msg_id)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.register_message_listener(listener)
+    async with Producer("apg", cluster.namesrv_addr) as producer:
+        try:
+            await consumer.start()
+            sent = await produce(producer, 40)
+            await wait_until(lambda: len(seen) == len(sent), timeout=20, message="all consumed")
+            assert python_connections(cluster) == 2  # the producer's and the consumer's
+            big = [Message(TOPIC, b"%d" % i + bytes(3 * 1024 * 1024)) for i in range(6)]
+            assert len((await producer.send_batch(big)).msg_ids) == 6  # 18 MiB, over gRPC
+
+            remoting = cluster.broker_list[0].remoting
+            assert remoting is not None
+            await remoting.stop()  # the route still names it; nobody answers there now
+            sent |= await produce(producer, 40, 40)
+            await wait_until(lambda: len(seen) == len(sent) + 6, timeout=20,
+                             message="consumed over gRPC")
+            assert all(seen[body] == ids for body, ids in sent.items())
+            unreachable = [r for r in caplog.records
+                           if "remoting address unreachable" in r.getMessage()]
+            assert len(unreachable) == 2  # once by the producer, once by the consumer
+            async with Producer("rpg", cluster.namesrv_addr, data_transport="remoting") as only:
+                with pytest.raises(ServiceNotAvailable, match="cannot connect"):
+                    await only.send(Message(TOPIC, b"x"), MessageQueue(TOPIC, "broker-a", 0))
+        finally:
+            await consumer.shutdown()
+
+
+@pytest.mark.cluster(brokers=1, topic=TOPIC, queues=2, remoting=True)
 async def test_delayed_messages_and_typed_errors_over_remoting(cluster: LocalCluster) -> None:
     seen: dict[bytes, list[str]] = {}
     consumer = remoting_consumer(cluster, "c", seen)
@@ -305,7 +355,7 @@ async def test_client_instances_sharing_connections_share_the_remoting_ones(
     consumers = [
         remoting_consumer(cluster, f"c{i}", seen, share_connections=True) for i in range(3)
     ]
-    async with Producer("rpg", cluster.namesrv_addr) as producer:  # over gRPC
+    async with Producer("rpg", cluster.namesrv_addr, data_transport="grpc") as producer:
         try:
             for c in consumers:
                 await c.start()

@@ -194,6 +194,7 @@ def test_error_responses_raise_their_typed_errors() -> None:
 
 def test_an_unknown_data_transport_is_refused_by_name() -> None:
     assert check_data_transport("remoting") == "remoting"
+    assert check_data_transport("auto") == "auto"
     with pytest.raises(ValueError, match="data_transport must be one of"):
         check_data_transport("http")
     with pytest.raises(ValueError, match="data_transport"):
