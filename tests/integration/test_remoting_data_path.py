@@ -124,18 +124,19 @@ async def test_nobody_listening_is_a_typed_error() -> None:
 
 
 # ---- on a cluster ------------------------------------------------------------------------------
-def over_remoting(**kw: Any) -> ClientConfig:
-    """The tests' fast client timings, pulling over remoting."""
+def over_remoting(data_transport: str = "remoting", **kw: Any) -> ClientConfig:
+    """The tests' fast client timings, pulling over remoting (or ``data_transport``)."""
     return ClientConfig(
         persist_consumer_offset_interval_ms=200, rebalance_wait_interval_ms=2_000,
-        data_transport="remoting", **kw,
+        data_transport=data_transport, **kw,
     )
 
 
 def remoting_consumer(
     cluster: LocalCluster, name: str, seen: dict[bytes, list[str]], **kw: object
 ) -> PushConsumer:
-    """A consumer pulling over remoting that keeps, per body, the message ids it consumed."""
+    """A consumer pulling over remoting (or ``data_transport``) that keeps, per body, the
+    message ids it consumed."""
 
     async def listener(
         msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
@@ -144,7 +145,10 @@ def remoting_consumer(
             seen.setdefault(m.body, []).append(m.msg_id)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    config = over_remoting(share_connections=bool(kw.pop("share_connections", False)))
+    config = over_remoting(
+        str(kw.pop("data_transport", "remoting")),
+        share_connections=bool(kw.pop("share_connections", False)),
+    )
     c = PushConsumer(
         "rg", cluster.namesrv_addr, instance_name=name, client_config=config,
         consume_from_where="CONSUME_FROM_FIRST_OFFSET", **kw,  # type: ignore[arg-type]
@@ -287,21 +291,7 @@ async def test_auto_takes_remoting_and_falls_back_to_grpc(
     goes over gRPC; a remoting port that stops answering is set aside, logged once, and the
     messages go on over gRPC (where "remoting" fails them)."""
     seen: dict[bytes, list[str]] = {}
-    consumer = PushConsumer(
-        "ag", cluster.namesrv_addr, instance_name="auto",
-        client_config=ClientConfig(persist_consumer_offset_interval_ms=200),
-        consume_from_where="CONSUME_FROM_FIRST_OFFSET",  # type: ignore[arg-type]
-    )
-    consumer.subscribe(TOPIC, "*")
-
-    async def listener(
-        msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
-    ) -> ConsumeConcurrentlyStatus:
-        for m in msgs:
-            seen.setdefault(m.body, []).append(m.msg_id)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    consumer.register_message_listener(listener)
+    consumer = remoting_consumer(cluster, "auto", seen, data_transport="auto")
     async with Producer("apg", cluster.namesrv_addr) as producer:
         try:
             await consumer.start()
