@@ -5,7 +5,8 @@ start and kept across restarts, with its store under ``root``; it can kill a bro
 SIGKILL and start it again on the same port and store, and restart the name server.
 ``BrokerProcesses`` is the one-broker cluster the benchmarks use. ``host_steal_seconds`` and
 ``StealWatch`` read what the hypervisor took from the machine's cores, which the benchmarks
-report beside their figures.
+report beside their figures. ``filled_page_cache`` puts the machine's memory in a long-running
+broker's state (full of page cache) before a benchmark that writes gigabytes.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import bisect
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -32,6 +35,7 @@ __all__ = [
     "ConsumerProcess",
     "ProcessCluster",
     "StealWatch",
+    "filled_page_cache",
     "free_port",
     "host_steal_seconds",
 ]
@@ -42,6 +46,53 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+_FILL_CHUNK = 64 * 1024 * 1024
+_GIB = 1024**3
+
+
+def _meminfo_bytes(field: str) -> int:
+    """A ``/proc/meminfo`` field in bytes (0 where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name == field:
+                    return int(rest.split()[0]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@contextmanager
+def filled_page_cache(directory: Path, *, headroom: int = 2 * _GIB) -> Iterator[int]:
+    """While open, the free memory less ``headroom`` is held by the page cache of a file in
+    ``directory`` (written, flushed, kept); how many bytes (0 when the disk has no room).
+
+    Why: a broker's commit log grows the page cache until the memory is full, and from then
+    on the kernel reclaims old pages for new writes. On a virtual machine that hands memory
+    back to its host, a page never touched (or freed a while ago) costs the guest a fault to
+    the host at first touch: here filling 17.6 GB took 43 s of CPU, 0.4 GB/s. A benchmark that
+    starts on empty memory measures that growth (the broker's CPU per message doubled after
+    some 4 GB of writes) rather than the running broker it means to."""
+    size = max(0, _meminfo_bytes("MemFree") - headroom)
+    room = shutil.disk_usage(directory).free - 4 * _GIB
+    size = max(0, min(size, room)) // _FILL_CHUNK * _FILL_CHUNK
+    path = directory / "page-cache-fill"
+    try:
+        if size:
+            chunk = bytes(_FILL_CHUNK)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                for _ in range(size // _FILL_CHUNK):
+                    os.write(fd, chunk)
+                os.fsync(fd)  # its writeback done now, not during the first measurement
+            finally:
+                os.close(fd)
+        yield size
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def cpu_seconds(pid: int) -> float | None:
