@@ -53,3 +53,18 @@ async def test_a_cancelled_row_stops_its_process(tmp_path: Path) -> None:
         await task
     with pytest.raises(ProcessLookupError):  # ended and reaped, not left running
         os.kill(pid, 0)
+
+
+def test_the_page_cache_fill_is_a_file_kept_while_open(tmp_path: Path) -> None:
+    """The free memory less the headroom, in whole chunks, as a file removed at the end."""
+    from bench.procs import _meminfo_bytes, filled_page_cache
+
+    chunk = 64 * 1024 * 1024
+    headroom = _meminfo_bytes("MemFree") - 4 * chunk  # leaves about four chunks to fill
+    fill = tmp_path / "page-cache-fill"
+    with filled_page_cache(tmp_path, headroom=headroom) as size:
+        assert size % chunk == 0 and size <= 6 * chunk  # free memory moves a little meanwhile
+        assert fill.stat().st_size == size
+    assert not fill.exists()
+    with filled_page_cache(tmp_path, headroom=1 << 62) as size:  # nothing free beyond it
+        assert size == 0 and not (tmp_path / "page-cache-fill").exists()
