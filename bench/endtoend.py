@@ -48,7 +48,7 @@ first gigabytes only (``bench.procs.filled_page_cache``).
 
 ``python -m bench.endtoend [--duration S] [--senders N ...] [--batch N] [--body-size B]
 [--pull-batch N ...] [--pull-min N ...] [--pull-max-wait-ms MS] [--window N]
-[--transport grpc|remoting ...]``
+[--transport auto|grpc|remoting ...] [--no-fill-page-cache]``
 """
 
 from __future__ import annotations
