@@ -27,7 +27,7 @@ loss count (nothing acknowledged them to the application). A failing seed prints
 ``python -m bench.chaos --replay SEED`` runs the same schedule again.
 
 ``python -m bench.chaos --seeds N [--first S] [--handoff classic|fenced|both] [--parallel K]
-[--consume-ms MS] [--data-transport grpc|remoting]``
+[--consume-ms MS] [--data-transport auto|grpc|remoting]``
 """
 
 from __future__ import annotations
@@ -680,8 +680,8 @@ async def run_seeds(
     """Every seed in every handoff mode on one cluster (each schedule on its own topic and
     group), ``parallel`` schedules at a time. Parallel schedules share the brokers and the
     name server, so one's broker kill or name-server restart is a fault for the others too.
-    With ``data_transport="remoting"`` the servers serve remoting too, and the clients send
-    and pull over it."""
+    With ``data_transport`` other than "grpc" the servers serve remoting too, and the clients
+    send and pull over it."""
     results: list[RunResult] = []
     todo = [make_schedule(seed, handoff) for seed in seeds for handoff in handoffs]
     async with ProcessCluster(
@@ -690,7 +690,7 @@ async def run_seeds(
         settings='flush_disk_type = "SYNC_FLUSH"\n',
         broker_names=list(BROKERS),
         trace=True,
-        remoting=data_transport == "remoting",
+        remoting=data_transport != "grpc",
     ) as cluster:
         lock = asyncio.Lock()  # one broker kill or name-server restart at a time
         producer_trace = root / "trace-producers.jsonl"
@@ -738,7 +738,8 @@ def main(argv: list[str] | None = None) -> int:
         "--data-transport",
         choices=DATA_TRANSPORTS,
         default="grpc",
-        help="how the producer sends and the consumers pull (remoting: the servers serve it too)",
+        help="how the producer sends and the consumers pull (auto, remoting: the servers serve "
+        "remoting too)",
     )
     p.add_argument(
         "--keep",

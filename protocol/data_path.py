@@ -94,11 +94,11 @@ class DataPath:
     ) -> RemotingCommand | None:
         """``command``'s answer; None when, under "auto", the connection could not be opened
         (the address is then passed over for ``UNREACHABLE_S``: the caller goes over gRPC)."""
-        if self.transport != "auto":
-            return await client.invoke(command, timeout)
         try:
             return await client.invoke(command, timeout)
         except ConnectFailed as e:
+            if self.transport != "auto":
+                raise
             if client.addr not in self._unreachable:
                 log.warning(
                     "remoting address unreachable: sends and pulls go over gRPC",
@@ -127,13 +127,14 @@ class DataPath:
                     f"({SEND_MAX_BYTES} bytes at most): send fewer messages at a time"
                 )
             client = None  # "auto": gRPC carries it
-        started = time.monotonic()
         if client is not None:
+            started = time.monotonic()
             answer = await self._invoke(client, send_command(request), timeout)
             if answer is not None:
                 return send_response(answer, request, broker_name)
+            timeout = _left(timeout, started)
         response: broker_pb2.SendMessageResponse = await call(
-            self.brokers.stub(addr).SendMessage, request, _left(timeout, started)
+            self.brokers.stub(addr).SendMessage, request, timeout
         )
         return response
 
@@ -148,13 +149,14 @@ class DataPath:
         """``PullMessage`` of ``request`` from the broker at ``addr`` (gRPC) or
         ``remoting_addr``."""
         client = self._remoting(remoting_addr)
-        started = time.monotonic()
         if client is not None:
+            started = time.monotonic()
             answer = await self._invoke(client, pull_command(request), timeout)
             if answer is not None:
                 return pull_response(answer, broker_name)
+            timeout = _left(timeout, started)
         response: broker_pb2.PullMessageResponse = await call(
-            self.brokers.stub(addr).PullMessage, request, _left(timeout, started)
+            self.brokers.stub(addr).PullMessage, request, timeout
         )
         return response
 
@@ -164,7 +166,7 @@ class DataPath:
 
 
 def _left(timeout: float, started: float) -> float:
-    """What remains of ``timeout`` s begun at ``started`` (a failed connect spent some)."""
+    """What a failed remoting connect begun at ``started`` left of ``timeout`` s."""
     left = timeout - (time.monotonic() - started)
     if left <= 0:
         raise ServiceNotAvailable(
